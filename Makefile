@@ -1,0 +1,33 @@
+# The two commands a new user needs: `make run` and `make test`. Both install into .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test bench lint clean
+
+install: $(STAMP)
+
+# Reinstall only when the package metadata changed; the install is editable, so code edits need none.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/rag-bench eval --qrels data/example/qrels.txt --run data/example/run.txt
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
+	$(BIN)/python benchmarks/run_all.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check rag_bench tests benchmarks
+	$(BIN)/ruff format --check rag_bench tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

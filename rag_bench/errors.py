@@ -1,0 +1,64 @@
+"""The error tree for user mistakes.
+
+Every user mistake raises a subclass of :class:`RagBenchError`. The CLI prints its one-line
+message and exits with the class's exit code; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RagBenchError(Exception):
+    """A mistake the user can fix; ``hint`` says how."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} (fix: {self.hint})"
+        return self.message
+
+
+class DataError(RagBenchError):
+    """Malformed or inconsistent input data, located by file and line when known."""
+
+    exit_code = 3
+
+    def __init__(
+        self,
+        path: str | Path,
+        message: str,
+        hint: str | None = None,
+        line: int | None = None,
+    ):
+        self.path = str(path)
+        self.line = line
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}", hint)
+
+
+class UnknownNameError(RagBenchError):
+    """A name (metric, variant, component, parameter) that no registry knows."""
+
+    exit_code = 2
+
+    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]):
+        self.kind = kind
+        self.name = name
+        self.known = sorted(known)
+        super().__init__(
+            f"unknown {kind} {name!r}",
+            f"use one of: {', '.join(self.known)}",
+        )
+
+
+class UsageError(RagBenchError):
+    """An option value that makes no sense (e.g. a cutoff of 0)."""
+
+    exit_code = 2

@@ -1,0 +1,1 @@
+"""Scoring: ranking metrics, and (later) claims, judges, diagnosis and statistics."""

@@ -1,0 +1,85 @@
+"""One table renderer: a DataFrame as aligned text, JSON, CSV or Markdown."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+def _cell(value: object, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _text_rows(frame: pd.DataFrame, digits: int) -> list[list[str]]:
+    header = [str(c) for c in frame.columns]
+    body = [[_cell(v, digits) for v in row] for row in frame.itertuples(index=False)]
+    return [header, *body]
+
+
+def _numeric(frame: pd.DataFrame) -> list[bool]:
+    return [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
+
+
+def as_table(frame: pd.DataFrame, digits: int = 4) -> str:
+    rows = _text_rows(frame, digits)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    right = _numeric(frame)
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [
+            c.rjust(w) if (right[i] and n > 0) else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def as_markdown(frame: pd.DataFrame, digits: int = 4) -> str:
+    rows = _text_rows(frame, digits)
+    right = _numeric(frame)
+    rule = ["---:" if r else "---" for r in right]
+    lines = ["| " + " | ".join(rows[0]) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join(lines)
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        return _json_value(value.item())
+    return value
+
+
+def as_records(frame: pd.DataFrame) -> list[dict]:
+    return [
+        {str(k): _json_value(v) for k, v in zip(frame.columns, row)}
+        for row in frame.itertuples(index=False)
+    ]
+
+
+def to_json(data: object) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def render(frame: pd.DataFrame, fmt: str, digits: int = 4) -> str:
+    """Render ``frame``; JSON is a list of row objects with NULL for missing values."""
+    if fmt == "table":
+        return as_table(frame, digits)
+    if fmt == "markdown":
+        return as_markdown(frame, digits)
+    if fmt == "csv":
+        return frame.to_csv(index=False).rstrip("\n")
+    if fmt == "json":
+        return to_json(as_records(frame))
+    raise ValueError(f"unknown format {fmt!r}")

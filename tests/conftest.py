@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_bench.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "data" / "example"
+
+
+class Invocation:
+    def __init__(self, result):
+        self.result = result
+        self.exit_code = result.exit_code
+        self.stdout = result.stdout
+        self.stderr = result.stderr
+
+
+@pytest.fixture
+def rag_bench():
+    """Invoke the CLI in-process: ``rag_bench("eval", "--qrels", ...)``."""
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Invocation:
+        return Invocation(runner.invoke(cli, [str(a) for a in args], catch_exceptions=False))
+
+    return invoke
+
+
+def assert_one_line_error(outcome: Invocation, *fragments: str) -> None:
+    """A user mistake: non-zero exit, one line on stderr naming what and where, no traceback."""
+    assert outcome.exit_code != 0
+    lines = outcome.stderr.strip().splitlines()
+    assert len(lines) == 1, outcome.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in outcome.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
