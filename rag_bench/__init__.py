@@ -7,7 +7,7 @@ __version__ = "0.1.0"
 from rag_bench.evaluation.measures import Measure, parse_measure, parse_measures
 from rag_bench.evaluation.retrieval import RankingEvaluation, evaluate_run
 from rag_bench.qrels import Qrels, load_qrels
-from rag_bench.run import Run, load_run
+from rag_bench.rankings import Run, load_run
 
 __all__ = [
     "Measure",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rag_bench import __version__
-from rag_bench.errors import RagBenchError
+from rag_bench.errors import RagBenchError, UsageError
 
 
 class UserMistake(click.ClickException):
@@ -90,6 +90,119 @@ def eval_command(qrels_path, run_path, metrics, complete, rel_level, per_query, 
         rel_level=rel_level,
     )
     click.echo(evaluation_output(result, fmt, per_query=per_query))
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _cutoffs(value: str) -> list[int]:
+    try:
+        return [int(v) for v in _split(value)]
+    except ValueError:
+        raise UserMistake(
+            UsageError(f"--k {value!r} is not a list of whole numbers", "e.g. --k 1,5,10")
+        ) from None
+
+
+def _progress(label: str):
+    """A progress bar on a terminal; nothing otherwise."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+
+    def wrap(items):
+        with click.progressbar(items, label=label, file=sys.stderr) as bar:
+            yield from bar
+
+    return wrap
+
+
+@cli.command("run")
+@click.option(
+    "--variant",
+    "variants",
+    required=True,
+    help="Variant name(s), comma-separated, or 'all'. See `rag-bench variants`.",
+)
+@click.option(
+    "--dataset",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Dataset folder (BEIR layout). Default: the shipped kestrel-kb.",
+)
+@click.option(
+    "--runs-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    envvar="RAG_BENCH_RUNS_DIR",
+    help="Where runs are stored. Default: runs/ under the working directory.",
+)
+@click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
+@click.option(
+    "--depth", type=int, default=100, show_default=True, help="Candidates kept per retriever."
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="SLOT.PARAM=VALUE",
+    help="Override a component parameter, e.g. retriever.k1=1.2 or chunker.name=none.",
+)
+@click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
+@click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
+@click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
+@format_option(("table", "json", "csv", "markdown"))
+def run_command(variants, dataset, runs_dir, ks, depth, overrides, tag, sample, seed, split, fmt):
+    """Run pipeline variants over a dataset and store every query's trace."""
+    from rag_bench.dataset import load_dataset
+    from rag_bench.plugins import registry
+    from rag_bench.runner import SHIPPED_DATASET, Selection, run_variant
+    from rag_bench.views import run_summary
+
+    names = list(registry().variants) if variants.strip() == "all" else _split(variants)
+    for name in names:
+        registry().variant(name)  # fail on a misspelt name before any work
+    data = load_dataset(dataset or SHIPPED_DATASET, split=split)
+    for warning in data.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    selection = Selection(tag=tag, sample=sample, seed=seed)
+    results = []
+    for name in names:
+        result = run_variant(
+            name,
+            data,
+            overrides=overrides,
+            ks=_cutoffs(ks),
+            depth=depth,
+            selection=selection,
+            runs_dir=runs_dir,
+            progress=_progress(name),
+        )
+        click.echo(
+            f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
+        )
+        results.append(result)
+    click.echo(run_summary(results, fmt))
+
+
+@cli.command("variants")
+@format_option(("table", "json", "csv", "markdown"))
+def variants_command(fmt):
+    """List the registered variants with their components, parameters and origin."""
+    from rag_bench.plugins import registry, resolve
+    from rag_bench.render import render
+    from rag_bench.views import variants_table
+
+    reg = registry()
+    click.echo(
+        render(
+            variants_table({name: (spec, resolve(spec)) for name, spec in reg.variants.items()}),
+            fmt,
+        )
+    )
 
 
 def main() -> None:

@@ -32,7 +32,12 @@ class Doc:
 
     def full_text(self) -> str:
         """Title and body as one text, the way retrievers see the document."""
-        return f"{self.title}\n\n{self.text}" if self.title else self.text
+        return with_title(self.title, self.text)
+
+
+def with_title(title: str, text: str) -> str:
+    """A title and a body joined by a blank line (either may be empty)."""
+    return "\n\n".join(part for part in (title, text) if part)
 
 
 @dataclass(frozen=True)

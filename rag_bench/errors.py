@@ -62,3 +62,9 @@ class UsageError(RagBenchError):
     """An option value that makes no sense (e.g. a cutoff of 0)."""
 
     exit_code = 2
+
+
+class MissingBackendError(RagBenchError):
+    """An optional backend (extra) is not installed; the hint is the pip install that fixes it."""
+
+    exit_code = 4

@@ -72,6 +72,11 @@ class Qrels:
     def query_ids(self) -> list[str]:
         return sorted(self.frame["query_id"].unique().astype(str))
 
+    def subset(self, query_ids) -> Qrels:
+        """The judgements of the given queries only."""
+        keep = self.frame["query_id"].astype(str).isin(set(query_ids)).to_numpy()
+        return Qrels._from_frame(self.frame[keep], self.source)
+
     def relevant(self, query_id: str, rel_level: int = 1) -> dict[str, int]:
         """The documents graded at least ``rel_level`` for one query, with their grades."""
         rows = self.frame[(self.frame["query_id"] == query_id) & (self.frame["grade"] >= rel_level)]

@@ -29,3 +29,53 @@ def evaluation_output(result: RankingEvaluation, fmt: str, per_query: bool = Fal
     if fmt == "table":
         text += f"\n\nqueries evaluated: {result.n_queries}"
     return text
+
+
+def slice_means(metrics: pd.DataFrame, names, by: str = "category") -> pd.DataFrame:
+    """Mean of each metric per slice over defined values, an ``all`` row, and n per slice."""
+    chosen = metrics[metrics["metric"].isin(list(names))]
+    table = chosen.pivot_table(
+        index=by, columns="metric", values="value", aggfunc="mean", dropna=False
+    )
+    overall = chosen.groupby("metric")["value"].mean()
+    table.loc["all"] = overall
+    counts = metrics.groupby(by)["query_id"].nunique()
+    counts.loc["all"] = metrics["query_id"].nunique()
+    table = table.reindex(columns=[n for n in names if n in table.columns])
+    table.insert(0, "n", counts.reindex(table.index).astype(int))
+    return table.reset_index().rename(columns={by: by})
+
+
+HEADLINE = ("recall@10", "mrr@10", "ndcg@10", "recall@100")
+
+
+def run_summary(results, fmt: str) -> str:
+    """One table over runs: per category and variant, n and the headline metrics."""
+    frames = []
+    for result in results:
+        available = [m for m in HEADLINE if m in set(result.metrics["metric"])]
+        table = result.summary(available)
+        table.insert(1, "variant", result.manifest["variant"])
+        frames.append(table)
+    summary = pd.concat(frames, ignore_index=True)
+    order = {name: i for i, name in enumerate(summary["category"].unique())}
+    summary = summary.sort_values(by=["category"], key=lambda c: c.map(order), kind="stable")
+    return render(summary.reset_index(drop=True), fmt)
+
+
+def variants_table(variants: dict) -> pd.DataFrame:
+    """One row per variant slot: the component, its resolved parameters, and the origin."""
+    rows = []
+    for name, (spec, resolved) in variants.items():
+        for slot, config in resolved.items():
+            params = ", ".join(f"{k}={v}" for k, v in config.items() if k != "name")
+            rows.append(
+                {
+                    "variant": name,
+                    "slot": slot,
+                    "component": config["name"],
+                    "params": params,
+                    "origin": spec.origin,
+                }
+            )
+    return pd.DataFrame(rows)

@@ -39,3 +39,12 @@ def assert_one_line_error(outcome: Invocation, *fragments: str) -> None:
     assert "Traceback" not in outcome.stderr
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
+
+
+SHIPPED = ROOT / "data" / "kestrel-kb"
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path_factory, monkeypatch):
+    """Indexes are cached per test session, never in the working tree."""
+    monkeypatch.setenv("RAG_BENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))

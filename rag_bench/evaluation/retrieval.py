@@ -17,7 +17,7 @@ import pandas as pd
 from rag_bench.errors import DataError, UsageError
 from rag_bench.evaluation.measures import DEFAULT_EVAL_MEASURES, Measure, parse_measures
 from rag_bench.qrels import Qrels, load_qrels
-from rag_bench.run import Run, load_run
+from rag_bench.rankings import Run, load_run
 
 
 @dataclass(frozen=True)

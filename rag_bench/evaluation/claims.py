@@ -1,0 +1,65 @@
+"""Splitting an answer into claims, and recognising refusals.
+
+A claim is a sentence of the answer; the citation markers that follow a sentence (``[d1]``,
+``[d1][d2]``, ``[d1, d2]``, ``【d1】``) belong to it and are removed from its text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rag_bench.text import split_sentences
+
+MARKER = re.compile(r"\s*(?:\[([^\[\]]+)\]|【([^【】]+)】)")
+LEADING_MARKERS = re.compile(r"^(?:\s*(?:\[[^\[\]]+\]|【[^【】]+】))+")
+REFUSAL = re.compile(
+    r"^\W*(i\s+(do\s*n[o']t|don’t|cannot|can\s*not|can[’']t)\s+(know|answer|tell|say|find)"
+    r"|the\s+(provided\s+|retrieved\s+|available\s+)?(documents?|context|sources?)\s+(do\s*n[o']t|does\s*n[o']t|doesn’t|don’t)\s+(say|answer|mention|contain|cover|state)"
+    r"|there\s+is\s+(not\s+enough|no|insufficient)\s+information"
+    r"|(the\s+)?(answer|information)\s+is\s+not\s+(in|available)"
+    r"|(我)?(无法|不能)(回答|确定)|不知道|没有(足够的)?(信息|资料|依据))",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class SplitClaim:
+    text: str
+    citations: tuple[str, ...]
+
+
+def is_refusal(answer: str) -> bool:
+    """An answer that declines to answer (it is then scored by the refusal metrics)."""
+    return bool(REFUSAL.search(answer.strip()))
+
+
+def _ids(match: re.Match) -> list[str]:
+    body = match.group(1) or match.group(2)
+    return [part.strip() for part in re.split(r"[,，;；]", body) if part.strip()]
+
+
+def split_claims(answer: str) -> list[SplitClaim]:
+    """The answer's sentences with the citation markers that follow each one."""
+    claims: list[SplitClaim] = []
+    for start, end in split_sentences(answer):
+        sentence = answer[start:end]
+        leading = LEADING_MARKERS.match(sentence)
+        if leading and claims:
+            # "Claim one. [d1] Claim two." -- markers after the full stop cite the claim before
+            previous = claims[-1]
+            moved = tuple(i for m in MARKER.finditer(leading.group(0)) for i in _ids(m))
+            claims[-1] = SplitClaim(previous.text, tuple(dict.fromkeys(previous.citations + moved)))
+            sentence = sentence[leading.end() :]
+        citations: list[str] = []
+        for match in MARKER.finditer(sentence):
+            citations.extend(_ids(match))
+        text = re.sub(r"\s+", " ", MARKER.sub("", sentence)).strip()
+        if not text or re.fullmatch(r"\W*", text):
+            # a sentence that is only markers cites for the claim before it
+            if claims and citations:
+                previous = claims[-1]
+                claims[-1] = SplitClaim(previous.text, previous.citations + tuple(citations))
+            continue
+        claims.append(SplitClaim(text, tuple(dict.fromkeys(citations))))
+    return claims

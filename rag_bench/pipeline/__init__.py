@@ -1,0 +1,1 @@
+"""Pipeline components (chunk → retrieve → fuse → rerank → generate) and their composition."""

@@ -1,0 +1,64 @@
+"""The built-in components and variants, registered through the public entry-point groups
+(see ``[project.entry-points]`` in pyproject.toml) exactly as a third-party package would."""
+
+from __future__ import annotations
+
+from rag_bench.plugins import ComponentSpec, VariantSpec
+
+
+def components() -> list[ComponentSpec]:
+    from rag_bench.pipeline.chunking import FixedChunker, RecursiveChunker, WholeDocument
+    from rag_bench.pipeline.dense import LSAEncoder
+    from rag_bench.pipeline.fusion import ReciprocalRankFusion, WeightedScoreFusion
+    from rag_bench.pipeline.generate import ExtractiveGenerator, RecordedGenerator
+    from rag_bench.pipeline.recorded import RecordedRetriever
+    from rag_bench.pipeline.rerank import LearnedReranker, ProximityReranker
+    from rag_bench.pipeline.sparse import BM25Retriever
+    from rag_bench.text import EnglishAnalyzer
+
+    classes = [
+        EnglishAnalyzer,
+        FixedChunker,
+        RecursiveChunker,
+        WholeDocument,
+        BM25Retriever,
+        RecordedRetriever,
+        LSAEncoder,
+        ReciprocalRankFusion,
+        WeightedScoreFusion,
+        ProximityReranker,
+        LearnedReranker,
+        ExtractiveGenerator,
+        RecordedGenerator,
+    ]
+    return [cls.spec for cls in classes]
+
+
+BASE = {
+    "analyzer": {"name": "en"},
+    "chunker": {"name": "fixed"},
+    "retriever": {"name": "bm25"},
+    "generator": {"name": "extractive"},
+}
+
+
+def variants() -> list[VariantSpec]:
+    hybrid = {**BASE, "encoder": {"name": "lsa"}, "fusion": {"name": "rrf"}}
+    return [
+        VariantSpec("baseline", dict(BASE), "fixed-size chunks, BM25, extractive answer"),
+        VariantSpec("hybrid", hybrid, "BM25 and dense retrieval fused by reciprocal rank"),
+        VariantSpec(
+            "hybrid_rerank",
+            {**hybrid, "reranker": {"name": "ltr"}},
+            "hybrid retrieval, top candidates reranked",
+        ),
+        VariantSpec(
+            "recorded",
+            {
+                "chunker": {"name": "none"},
+                "retriever": {"name": "recorded"},
+                "generator": {"name": "recorded"},
+            },
+            "rankings and answers replayed from the dataset's answers.jsonl",
+        ),
+    ]

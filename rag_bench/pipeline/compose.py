@@ -1,0 +1,165 @@
+"""A variant's components assembled into one pipeline: chunk, retrieve, fuse, rerank, generate."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_bench.cache import Cache, corpus_fingerprint
+from rag_bench.dataset import Dataset, Query
+from rag_bench.errors import UsageError
+from rag_bench.pipeline.chunking import Chunk, chunk_corpus
+from rag_bench.pipeline.dense import DenseIndex
+from rag_bench.pipeline.generate import Generation
+from rag_bench.pipeline.hits import Hits
+from rag_bench.plugins import build
+
+
+@dataclass
+class IndexReport:
+    """What indexing did: chunk count, seconds per step, and which indexes came from the cache."""
+
+    n_chunks: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    cached: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass
+class QueryResult:
+    """One query's trip through the pipeline: chunk rankings per stage, answer, timings."""
+
+    stages: dict[str, Hits]
+    generation: Generation
+    latency_ms: dict[str, float]
+
+    @property
+    def final(self) -> Hits:
+        return list(self.stages.values())[-1]
+
+
+class Pipeline:
+    def __init__(self, resolved: dict[str, dict[str, Any]], cache: Cache | None = None):
+        self.config = resolved
+        self.cache = cache or Cache(None)
+        self.analyzer = build("analyzer", resolved.get("analyzer", {"name": "en"}))
+        self.chunker = build("chunker", resolved.get("chunker", {"name": "fixed"}))
+        self.retrievers = []
+        if "retriever" in resolved:
+            self.retrievers.append(build("retriever", resolved["retriever"]))
+        if "encoder" in resolved:
+            self.retrievers.append(DenseIndex(build("encoder", resolved["encoder"])))
+        if not self.retrievers:
+            raise UsageError(
+                "the variant has no retriever and no encoder", "fill the retriever slot"
+            )
+        self.fuser = build("fusion", resolved["fusion"]) if "fusion" in resolved else None
+        if len(self.retrievers) > 1 and self.fuser is None:
+            raise UsageError(
+                "two retrievers need a fusion component", "fill the fusion slot, e.g. rrf"
+            )
+        self.reranker = build("reranker", resolved["reranker"]) if "reranker" in resolved else None
+        self.generator = build("generator", resolved.get("generator", {"name": "extractive"}))
+        self.chunks: list[Chunk] = []
+
+    # --- indexing ---------------------------------------------------------------------
+
+    def index(self, dataset: Dataset) -> IndexReport:
+        report = IndexReport()
+        started = time.perf_counter()
+        self.chunks = chunk_corpus(self.chunker, dataset.docs.values())
+        report.n_chunks = len(self.chunks)
+        report.seconds["chunk"] = time.perf_counter() - started
+        fingerprint = corpus_fingerprint(self.chunks)
+        texts = [c.index_text for c in self.chunks]
+        for retriever in self.retrievers:
+            started = time.perf_counter()
+            if hasattr(retriever, "bind"):
+                retriever.bind(dataset, self.chunks)
+                report.cached[retriever.stage] = False
+            else:
+                report.cached[retriever.stage] = self._fit_cached(retriever, texts, fingerprint)
+            report.seconds[f"index_{retriever.stage}"] = time.perf_counter() - started
+        for component in (self.reranker, self.generator):
+            if component is not None and hasattr(component, "prepare"):
+                started = time.perf_counter()
+                component.prepare(dataset, self.chunks, self.analyzer)
+                report.seconds[f"prepare_{type(component).__name__}"] = (
+                    time.perf_counter() - started
+                )
+        return report
+
+    def _fit_cached(self, retriever, texts: list[str], fingerprint: str) -> bool:
+        material = {
+            "index": retriever.cache_material(),
+            "analyzer": self.config.get("analyzer", {"name": "en"}),
+            "corpus": fingerprint,
+        }
+
+        def fit():
+            retriever.fit(texts, self.analyzer)
+            return retriever
+
+        def load(folder):
+            retriever.load(folder, self.analyzer)
+            return retriever
+
+        _, hit = self.cache.fetch(retriever.stage, material, fit, lambda r, f: r.save(f), load)
+        return hit
+
+    # --- querying ---------------------------------------------------------------------
+
+    def select_queries(self, query_ids: Sequence[str]) -> list[str]:
+        for retriever in self.retrievers:
+            if hasattr(retriever, "select_queries"):
+                query_ids = retriever.select_queries(query_ids)
+        return list(query_ids)
+
+    def retrieve(
+        self, queries: Sequence[Query], depth: int
+    ) -> tuple[dict[str, list[Hits]], dict[str, float]]:
+        """Every retriever's ranking for every query (batched), and the ms spent per query."""
+        stages, latency = {}, {}
+        for retriever in self.retrievers:
+            started = time.perf_counter()
+            stages[retriever.stage] = retriever.search(queries, depth)
+            latency[retriever.stage] = 1000 * (time.perf_counter() - started) / max(len(queries), 1)
+        return stages, latency
+
+    def answer(self, queries: Sequence[Query], depth: int, progress=None) -> list[QueryResult]:
+        """Retrieve, fuse, rerank and generate for every query.
+
+        Batched stages report their time divided evenly over the queries.
+        """
+        n = max(len(queries), 1)
+        retrieved, latency = self.retrieve(queries, depth)
+        per_query = [
+            {name: hits[i] for name, hits in retrieved.items()} for i in range(len(queries))
+        ]
+        stages = [dict(r) for r in per_query]
+        if self.fuser is not None:
+            started = time.perf_counter()
+            for s in stages:
+                s["fusion"] = self.fuser.fuse([s[r.stage] for r in self.retrievers], depth)
+            latency["fusion"] = 1000 * (time.perf_counter() - started) / n
+        if self.reranker is not None:
+            started = time.perf_counter()
+            current = [list(s.values())[-1] for s in stages]
+            for s, hits in zip(stages, self.reranker.rerank_all(queries, current, per_query)):
+                s["rerank"] = hits
+            latency["rerank"] = 1000 * (time.perf_counter() - started) / n
+        retrieve_ms = sum(latency.pop(r.stage) for r in self.retrievers)
+        results = []
+        items = range(len(queries))
+        for i in progress(items) if progress else items:
+            started = time.perf_counter()
+            final = list(stages[i].values())[-1]
+            generation = self.generator.generate(queries[i], [self.chunks[p] for p in final.index])
+            timings = {
+                "retrieve": retrieve_ms,
+                **latency,
+                "generate": 1000 * (time.perf_counter() - started),
+            }
+            results.append(QueryResult(stages[i], generation, timings))
+        return results

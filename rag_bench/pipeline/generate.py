@@ -1,0 +1,110 @@
+"""Generators turn the top chunks into an answer with citation markers, or a refusal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag_bench.dataset import Dataset, Query
+from rag_bench.pipeline.chunking import Chunk
+from rag_bench.pipeline.termstats import TermWeights
+from rag_bench.plugins import component
+from rag_bench.text import split_sentences
+
+REFUSAL_TEXT = "I don't know: the retrieved documents do not answer this question."
+
+
+@dataclass(frozen=True)
+class Generation:
+    answer: str
+    refused: bool
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    text: str
+    doc_id: str
+    terms: frozenset[str]
+    rank: int
+
+
+@component(
+    "generator",
+    "extractive",
+    description="the best-matching sentences of the top chunks, each citing its document",
+    context_k=5,
+    max_sentences=2,
+    min_coverage=0.5,
+)
+class ExtractiveGenerator:
+    """Greedy set cover of the query's terms by context sentences, weighted by term rarity.
+
+    Each step takes the sentence adding the most not-yet-covered query weight (ties go to the
+    higher-ranked chunk); it refuses when the chosen sentences cover less than ``min_coverage``
+    of the query's weight, i.e. when the evidence is too weak.
+    """
+
+    def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.5):
+        self.context_k = context_k
+        self.max_sentences = max_sentences
+        self.min_coverage = min_coverage
+        self.analyzer = None
+        self.weights: TermWeights | None = None
+
+    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
+        """Learn term rarity over the chunk collection."""
+        self.analyzer = analyzer
+        self.weights = TermWeights(analyzer.terms_many([c.index_text for c in chunks]))
+
+    def _candidates(self, context: Sequence[Chunk]) -> list[_Candidate]:
+        out = []
+        for rank, chunk in enumerate(context[: self.context_k]):
+            for start, end in split_sentences(chunk.text):
+                text = " ".join(chunk.text[start:end].split())
+                terms = frozenset(self.analyzer.terms(text))
+                if terms:
+                    out.append(_Candidate(text, chunk.doc_id, terms, rank))
+        return out
+
+    def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
+        wanted = set(self.analyzer.terms(query.text))
+        total = self.weights.total(wanted)
+        candidates = self._candidates(context)
+        chosen: list[_Candidate] = []
+        covered: set[str] = set()
+        while len(chosen) < self.max_sentences:
+            best, gain = None, 0.0
+            for cand in candidates:
+                g = self.weights.total((cand.terms & wanted) - covered)
+                if g > gain + 1e-12:
+                    best, gain = cand, g
+            if best is None:
+                break
+            chosen.append(best)
+            covered |= best.terms & wanted
+        coverage = self.weights.total(covered) / total if total else 0.0
+        if not chosen or coverage < self.min_coverage:
+            return Generation(REFUSAL_TEXT, refused=True)
+        chosen.sort(key=lambda c: c.rank)
+        answer = " ".join(_cite(c.text, c.doc_id) for c in chosen)
+        return Generation(answer, refused=False)
+
+
+def _cite(sentence: str, doc_id: str) -> str:
+    """Put the marker before the sentence's final punctuation: ``Text [d1].``"""
+    stripped = sentence.rstrip()
+    if stripped and stripped[-1] in ".!?。！？":
+        return f"{stripped[:-1]} [{doc_id}]{stripped[-1]}"
+    return f"{stripped} [{doc_id}]."
+
+
+@component("generator", "recorded", description="replays the answers recorded in answers.jsonl")
+class RecordedGenerator:
+    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
+        self.answers = dataset.answers
+
+    def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
+        from rag_bench.evaluation.claims import is_refusal
+
+        answer = self.answers[query.id].answer
+        return Generation(answer, refused=is_refusal(answer))

@@ -1,0 +1,138 @@
+"""`rag-bench run`: the run folder, determinism, selections, and the variants' real behaviour."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from conftest import SHIPPED, assert_one_line_error
+
+from rag_bench.runner import Selection, run_variant
+from rag_bench.store import TABLES
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    return {
+        v: run_variant(v, SHIPPED, selection=Selection(tag="smoke"), runs_dir=runs)
+        for v in ("baseline", "hybrid", "hybrid_rerank", "recorded")
+    }
+
+
+def test_run_folder_has_manifest_and_every_table(smoke_runs):
+    result = smoke_runs["hybrid_rerank"]
+    assert sorted(p.name for p in result.path.iterdir()) == sorted(
+        [*(f"{t}.parquet" for t in TABLES), "manifest.json"]
+    )
+    manifest = json.loads((result.path / "manifest.json").read_text())
+    assert manifest["run_id"] == result.path.name and manifest["schema_version"] == 1
+    assert manifest["variant"] == "hybrid_rerank" and manifest["status"] == "complete"
+    assert manifest["params"]["reranker"]["name"] == "ltr"
+    assert manifest["dataset"]["name"] == "kestrel-kb" and len(manifest["dataset"]["sha256"]) == 64
+    assert manifest["selection"]["tag"] == "smoke" and manifest["dataset"]["n_queries"] == 30
+    for table in TABLES:
+        frame = pq.read_table(result.path / f"{table}.parquet").to_pandas()
+        assert set(frame["run_id"]) <= {result.run_id}
+
+
+def test_every_query_metric_pair_is_stored_and_unanswerable_is_null(smoke_runs):
+    metrics = smoke_runs["baseline"].metrics
+    per_query = metrics.groupby("query_id")["metric"].count()
+    assert per_query.nunique() == 1  # dense: every query has every metric
+    refuse = metrics[metrics["category"] == "unanswerable"]
+    assert len(refuse) and refuse["value"].isna().all() and (refuse["status"] == "undefined").all()
+    assert metrics[metrics["category"] != "unanswerable"]["value"].notna().all()
+
+
+def test_retrieved_keeps_chunk_stages_and_the_document_ranking(smoke_runs):
+    retrieved = smoke_runs["hybrid_rerank"].tables["retrieved"]
+    assert set(retrieved["stage"]) == {"bm25", "dense", "fusion", "rerank", "documents"}
+    docs = retrieved[retrieved["stage"] == "documents"]
+    assert not docs.duplicated(["query_id", "doc_id"]).any()
+    chunks = retrieved[retrieved["stage"] == "bm25"]
+    assert chunks["chunk_id"].str.contains("#").all()
+
+
+def test_same_command_gives_identical_traces(smoke_runs, tmp_path):
+    again = run_variant(
+        "hybrid_rerank", SHIPPED, selection=Selection(tag="smoke"), runs_dir=tmp_path
+    )
+    first = smoke_runs["hybrid_rerank"]
+    for table in ("metrics", "retrieved", "claims"):
+        a = first.tables[table].drop(columns="run_id")
+        b = again.tables[table].drop(columns="run_id")
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    keep = ["query_id", "answer", "refused"]
+    pd.testing.assert_frame_equal(first.queries[keep], again.queries[keep])
+
+
+def test_sample_is_seeded_and_recorded(tmp_path):
+    a = run_variant("baseline", SHIPPED, selection=Selection(sample=12, seed=3), runs_dir=tmp_path)
+    b = run_variant("baseline", SHIPPED, selection=Selection(sample=12, seed=3), runs_dir=tmp_path)
+    c = run_variant("baseline", SHIPPED, selection=Selection(sample=12, seed=4), runs_dir=tmp_path)
+    assert a.manifest["selection"]["query_ids"] == b.manifest["selection"]["query_ids"]
+    assert a.manifest["selection"]["query_ids"] != c.manifest["selection"]["query_ids"]
+    assert len(a.queries) == 12 and a.run_id != b.run_id
+
+
+def test_recorded_variant_replays_answers(smoke_runs):
+    recorded = smoke_runs["recorded"]
+    from rag_bench.dataset import load_dataset
+
+    answers = load_dataset(SHIPPED).answers
+    assert set(recorded.queries["query_id"]) <= set(answers)
+    row = recorded.queries.iloc[0]
+    assert row["answer"] == answers[row["query_id"]].answer
+    docs = recorded.tables["retrieved"]
+    first = docs[(docs["stage"] == "documents") & (docs["query_id"] == row["query_id"])]
+    assert list(first["doc_id"]) == list(dict.fromkeys(answers[row["query_id"]].ranking))
+
+
+def test_cli_run_prints_summary_and_stores(rag_bench, tmp_path):
+    out = rag_bench(
+        "run",
+        "--variant",
+        "baseline,hybrid",
+        "--tag",
+        "smoke",
+        "--runs-dir",
+        tmp_path,
+        "--format",
+        "csv",
+    )
+    assert out.exit_code == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "category,variant,n,recall@10,mrr@10,ndcg@10,recall@100"
+    assert {line.split(",")[0] for line in lines[1:]} == {
+        "literal",
+        "paraphrase",
+        "multi-hop",
+        "unanswerable",
+        "all",
+    }
+    assert len([p for p in tmp_path.iterdir() if not p.name.startswith(".")]) == 2
+    assert out.stderr.count("stored run") == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--k", "0,5"], ["cutoff below 1"]),
+        (["--k", "five"], ["whole numbers"]),
+        (["--tag", "nightly"], ["'nightly'", "smoke"]),
+        (["--sample", "0"], ["--sample 0"]),
+        (["--depth", "5"], ["--depth 5", "largest cutoff 100"]),
+        (["--dataset", "/nonexistent"], ["no such dataset folder"]),
+    ],
+)
+def test_bad_run_options(rag_bench, tmp_path, args, fragments):
+    out = rag_bench("run", "--variant", "baseline", "--runs-dir", tmp_path / "runs", *args)
+    assert_one_line_error(out, *fragments)
+    assert not (tmp_path / "runs").exists() or not [
+        p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")
+    ]
