@@ -212,7 +212,9 @@ def params_from(args: argparse.Namespace) -> Params:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_arguments(parser)
-    parser.add_argument("--out", type=Path, help="output folder (default: benchmarks/data/<params>)")
+    parser.add_argument(
+        "--out", type=Path, help="output folder (default: benchmarks/data/<params>)"
+    )
     args = parser.parse_args()
     ensure(params_from(args), args.out)
 

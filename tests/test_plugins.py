@@ -62,7 +62,8 @@ class SentenceChunker:
         chunks = []
         for i, g in enumerate(groups):
             start, end = g[0][0], g[-1][1]
-            chunks.append(Chunk(f"{doc.id}#{i}", doc.id, start, end, doc.text[start:end], doc.title))
+            text = doc.text[start:end]
+            chunks.append(Chunk(f"{doc.id}#{i}", doc.id, start, end, text, doc.title))
         return chunks
 
 
