@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from rag_bench import __version__
@@ -150,12 +152,15 @@ def _progress(label: str):
     metavar="SLOT.PARAM=VALUE",
     help="Override a component parameter, e.g. retriever.k1=1.2 or chunker.name=none.",
 )
+@click.option("--judge", default=None, help="Judge of the claims (same as --set judge.name=NAME).")
 @click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
 @click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
 @format_option(("table", "json", "csv", "markdown"))
-def run_command(variants, dataset, runs_dir, ks, depth, overrides, tag, sample, seed, split, fmt):
+def run_command(
+    variants, dataset, runs_dir, ks, depth, overrides, judge, tag, sample, seed, split, fmt
+):
     """Run pipeline variants over a dataset and store every query's trace."""
     from rag_bench.dataset import load_dataset
     from rag_bench.plugins import registry
@@ -169,6 +174,7 @@ def run_command(variants, dataset, runs_dir, ks, depth, overrides, tag, sample, 
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
     selection = Selection(tag=tag, sample=sample, seed=seed)
+    overrides = (*overrides, f"judge.name={judge}") if judge else overrides
     results = []
     for name in names:
         result = run_variant(
@@ -203,6 +209,47 @@ def variants_command(fmt):
             fmt,
         )
     )
+
+
+@cli.command("judge-agreement")
+@click.option("--judge", default="lexical", show_default=True, help="The judge to assess.")
+@click.option(
+    "--set", "overrides", multiple=True, metavar="judge.PARAM=VALUE", help="Judge parameters."
+)
+@click.option(
+    "--dataset",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Dataset with labelled claims in answers.jsonl. Default: the shipped kestrel-kb.",
+)
+@click.option(
+    "--run",
+    "run_ref",
+    default=None,
+    help="Also estimate this run's true supported-claim share (prediction-powered interval).",
+)
+@click.option(
+    "--runs-dir", type=click.Path(file_okay=False), default=None, envvar="RAG_BENCH_RUNS_DIR"
+)
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@format_option(("table", "json"))
+def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha, fmt):
+    """How well a judge agrees with the human claim labels of answers.jsonl."""
+    from rag_bench.dataset import load_dataset
+    from rag_bench.evaluation.agreement import assess_judge
+    from rag_bench.runner import SHIPPED_DATASET
+    from rag_bench.views import agreement_output
+
+    claims = None
+    if run_ref:
+        import pandas as pd
+
+        from rag_bench.store import default_runs_dir, resolve_run
+
+        folder = resolve_run(Path(runs_dir) if runs_dir else default_runs_dir(), run_ref)
+        claims = pd.read_parquet(folder / "claims.parquet")
+    report = assess_judge(load_dataset(dataset or SHIPPED_DATASET), judge, overrides, claims, alpha)
+    click.echo(agreement_output(report, fmt))
 
 
 def main() -> None:

@@ -162,12 +162,16 @@ def parse_override(text: str) -> tuple[str, str, Any]:
     return slot, param, value
 
 
+# Slots every pipeline has; a variant that leaves one out gets the default component.
+DEFAULT_SLOTS = {"analyzer": {"name": "en"}, "judge": {"name": "lexical"}}
+
+
 def resolve(
     variant: VariantSpec, overrides: Iterable[str] = (), reg: Registry | None = None
 ) -> dict[str, dict[str, Any]]:
     """The variant's slots with every parameter filled in: defaults < variant < ``--set``."""
     reg = reg or registry()
-    wanted = {slot: dict(config) for slot, config in variant.slots.items()}
+    wanted = {slot: dict(config) for slot, config in {**DEFAULT_SLOTS, **variant.slots}.items()}
     for text in overrides:
         slot, param, value = parse_override(text)
         if slot not in wanted:

@@ -121,7 +121,16 @@ def run_variant(
 
     runs_path = Path(runs_dir) if runs_dir else default_runs_dir()
     run_id = reserve_run_id(runs_path, variant, created)
-    tables = build_traces(run_id, data, queries, results, pipeline.chunks, ks)
+    tables = build_traces(
+        run_id,
+        data,
+        queries,
+        results,
+        pipeline.chunks,
+        ks,
+        pipeline.analyzer,
+        resolved["judge"]["name"],
+    )
     manifest = _manifest(
         run_id, spec, resolved, data, queries, ks, depth, selection, report, created, started
     )

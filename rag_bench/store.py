@@ -33,7 +33,7 @@ def _schemas():
 
     latency = [
         (f"latency_ms_{s}", pa.float64())
-        for s in ("retrieve", "fusion", "rerank", "generate", "total")
+        for s in ("retrieve", "fusion", "rerank", "generate", "judge", "total")
     ]
     return {
         "queries": pa.schema(
@@ -156,3 +156,62 @@ def write_run(runs_dir: Path, run_id: str, manifest: dict, tables: dict[str, pd.
         if lock.exists():
             lock.unlink()
     return final
+
+
+def run_folders(runs_dir: Path) -> list[Path]:
+    """Every stored run folder, oldest first (hidden staging folders and locks excluded)."""
+    if not runs_dir.is_dir():
+        return []
+    return sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def read_manifest(folder: Path) -> dict:
+    path = folder / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RagBenchError(
+            f"run {folder.name} has an unreadable manifest ({exc})",
+            f"check {path} or remove the run",
+        ) from None
+    version = manifest.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise RagBenchError(
+            f"run {folder.name} uses trace schema version {version}, "
+            f"newer than this rag-bench reads ({SCHEMA_VERSION})",
+            "upgrade rag-bench",
+        )
+    return manifest
+
+
+def resolve_run(runs_dir: Path, ref: str) -> Path:
+    """A run folder from a full id, a unique prefix, ``latest`` or ``latest:<variant>``.
+
+    A path to a run folder is accepted as well.
+    """
+    candidate = Path(ref)
+    if (candidate / MANIFEST).is_file():
+        return candidate
+    folders = run_folders(runs_dir)
+    if not folders:
+        raise RagBenchError(
+            f"no runs in {runs_dir}", "run `rag-bench run --variant …` first or pass --runs-dir"
+        )
+    if ref == "latest" or ref.startswith("latest:"):
+        variant = ref.partition(":")[2]
+        matching = [f for f in folders if not variant or read_manifest(f).get("variant") == variant]
+        if not matching:
+            variants = sorted({read_manifest(f).get("variant", "?") for f in folders})
+            raise RagBenchError(
+                f"no run of variant {variant!r} in {runs_dir}",
+                f"stored variants: {', '.join(variants)}",
+            )
+        return matching[-1]
+    exact = [f for f in folders if f.name == ref]
+    matching = exact or [f for f in folders if f.name.startswith(ref)]
+    if len(matching) == 1:
+        return matching[0]
+    if not matching:
+        raise RagBenchError(f"no run {ref!r} in {runs_dir}", "list the runs with `rag-bench runs`")
+    names = ", ".join(f.name for f in matching[:10])
+    raise RagBenchError(f"run id prefix {ref!r} is ambiguous: {names}", "give more of the id")

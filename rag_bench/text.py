@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from rag_bench.plugins import component
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n|(?<=[。！？；])")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[【]|[A-Z0-9])|\n\s*\n|(?<=[。！？；])")
 
 
 @component(

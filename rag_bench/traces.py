@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.dataset import Dataset, Query
-from rag_bench.evaluation.claims import split_claims
+from rag_bench.evaluation.answer import AnswerEvidence, answer_metric_names, answer_metrics
+from rag_bench.evaluation.diagnosis import diagnose
 from rag_bench.evaluation.measures import Measure
 from rag_bench.evaluation.retrieval import evaluate_run
 from rag_bench.pipeline.chunking import Chunk
@@ -17,7 +18,7 @@ from rag_bench.pipeline.hits import Hits
 from rag_bench.rankings import Run
 
 DOCUMENTS_STAGE = "documents"
-LATENCY_STAGES = ("retrieve", "fusion", "rerank", "generate")
+LATENCY_STAGES = ("retrieve", "fusion", "rerank", "generate", "judge")
 
 
 def ranking_measures(ks: Sequence[int]) -> list[Measure]:
@@ -46,20 +47,49 @@ def build_traces(
     results: Sequence[QueryResult],
     chunks: Sequence[Chunk],
     ks: Sequence[int],
+    analyzer,
+    judge_name: str,
 ) -> dict[str, pd.DataFrame]:
     grades = data.qrels.subset([q.id for q in queries]).to_dict()
     rankings = {q.id: doc_ranking(r.final, chunks) for q, r in zip(queries, results)}
+    answers = [
+        _evaluate_answer(q, r, chunks, grades.get(q.id, {}), ks, analyzer)
+        for q, r in zip(queries, results)
+    ]
     return {
-        "queries": _queries(run_id, queries, results, grades),
-        "metrics": _metrics(run_id, data, queries, rankings, ks),
+        "queries": _queries(run_id, queries, results, grades, [a[1] for a in answers]),
+        "metrics": _metrics(run_id, data, queries, rankings, ks, [a[0] for a in answers]),
         "retrieved": _retrieved(run_id, queries, results, chunks, rankings, grades),
-        "claims": _claims(run_id, queries, results),
+        "claims": _claims(run_id, queries, results, judge_name),
     }
 
 
-def _queries(run_id, queries, results, grades) -> pd.DataFrame:
+def _evaluate_answer(query, result, chunks, grades, ks, analyzer) -> tuple[dict, str]:
+    """The answer metrics and the failure class of one query."""
+    evidence = AnswerEvidence(
+        query=query,
+        answer=result.generation.answer,
+        refused=result.generation.refused,
+        claims=result.claims,
+        verdicts=result.verdicts,
+        ranking=[chunks[p] for p in result.final.index],
+        grades=grades,
+    )
+    context_docs = [chunks[p].doc_id for p in result.context]
+    failure = diagnose(
+        query.should_refuse,
+        result.generation.refused,
+        result.claims,
+        result.verdicts,
+        context_docs,
+        grades,
+    )
+    return answer_metrics(evidence, ks, analyzer), failure
+
+
+def _queries(run_id, queries, results, grades, failures) -> pd.DataFrame:
     rows = []
-    for query, result in zip(queries, results):
+    for query, result, failure in zip(queries, results, failures):
         latency = {f"latency_ms_{s}": result.latency_ms.get(s) for s in LATENCY_STAGES}
         latency["latency_ms_total"] = sum(v for v in latency.values() if v is not None)
         rows.append(
@@ -72,7 +102,7 @@ def _queries(run_id, queries, results, grades) -> pd.DataFrame:
                 "query": query.text,
                 "answer": result.generation.answer,
                 "refused": result.generation.refused,
-                "failure_class": None,
+                "failure_class": failure,
                 "n_relevant": sum(1 for g in grades.get(query.id, {}).values() if g >= 1),
                 **latency,
             }
@@ -80,7 +110,7 @@ def _queries(run_id, queries, results, grades) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _metrics(run_id, data, queries, rankings, ks) -> pd.DataFrame:
+def _metrics(run_id, data, queries, rankings, ks, answer_values) -> pd.DataFrame:
     measures = ranking_measures(ks)
     answerable = [q for q in queries if not q.should_refuse]
     frames = []
@@ -104,12 +134,25 @@ def _metrics(run_id, data, queries, rankings, ks) -> pd.DataFrame:
                 }
             )
         )
+    names = answer_metric_names(ks)
+    values = [[a[n] for n in names] for a in answer_values]
+    answer_frame = pd.DataFrame(
+        {
+            "query_id": np.repeat([q.id for q in queries], len(names)),
+            "metric": np.tile(names, len(queries)),
+            "value": np.array(
+                [v if v is not None else np.nan for row in values for v in row], dtype=np.float64
+            ),
+        }
+    )
+    answer_frame["status"] = np.where(answer_frame["value"].isna(), "undefined", "ok")
+    frames.append(answer_frame)
     metrics = pd.concat(frames, ignore_index=True)
     categories = {q.id: q.category for q in queries}
     metrics.insert(0, "run_id", run_id)
     metrics.insert(2, "category", metrics["query_id"].map(categories))
     order = {q.id: i for i, q in enumerate(queries)}
-    metric_order = {str(m): i for i, m in enumerate(measures)}
+    metric_order = {name: i for i, name in enumerate([*map(str, measures), *names])}
     metrics = metrics.assign(
         _q=metrics["query_id"].map(order), _m=metrics["metric"].map(metric_order)
     )
@@ -145,12 +188,10 @@ def _retrieved(run_id, queries, results, chunks, rankings, grades) -> pd.DataFra
     return frame
 
 
-def _claims(run_id, queries, results) -> pd.DataFrame:
+def _claims(run_id, queries, results, judge_name) -> pd.DataFrame:
     rows = []
     for query, result in zip(queries, results):
-        if result.generation.refused:
-            continue
-        for i, claim in enumerate(split_claims(result.generation.answer)):
+        for i, (claim, verdict) in enumerate(zip(result.claims, result.verdicts)):
             rows.append(
                 {
                     "run_id": run_id,
@@ -158,11 +199,11 @@ def _claims(run_id, queries, results) -> pd.DataFrame:
                     "claim_id": i,
                     "text": claim.text,
                     "citations": list(claim.citations),
-                    "supported": None,
-                    "support_grade": None,
-                    "supported_by": None,
-                    "judge": None,
-                    "reason": None,
+                    "supported": verdict.supported,
+                    "support_grade": verdict.grade,
+                    "supported_by": list(verdict.supported_by),
+                    "judge": judge_name,
+                    "reason": verdict.reason,
                 }
             )
     return pd.DataFrame(

@@ -46,15 +46,26 @@ def slice_means(metrics: pd.DataFrame, names, by: str = "category") -> pd.DataFr
     return table.reset_index().rename(columns={by: by})
 
 
-HEADLINE = ("recall@10", "mrr@10", "ndcg@10", "recall@100")
+def headline_metrics(ks) -> list[str]:
+    """Retrieval at k = 10 (or the largest cutoff below it), then the answer-side essentials."""
+    below = [k for k in ks if k <= 10]
+    k = max(below) if below else min(ks)
+    return [
+        f"recall@{k}",
+        f"mrr@{k}",
+        f"ndcg@{k}",
+        "faithfulness",
+        "answer_exact",
+        "correct_refusal",
+        "over_refusal",
+    ]
 
 
 def run_summary(results, fmt: str) -> str:
     """One table over runs: per category and variant, n and the headline metrics."""
     frames = []
     for result in results:
-        available = [m for m in HEADLINE if m in set(result.metrics["metric"])]
-        table = result.summary(available)
+        table = result.summary(headline_metrics(result.manifest["ks"]))
         table.insert(1, "variant", result.manifest["variant"])
         frames.append(table)
     summary = pd.concat(frames, ignore_index=True)
@@ -79,3 +90,45 @@ def variants_table(variants: dict) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def agreement_output(report: dict, fmt: str) -> str:
+    if fmt == "json":
+        return to_json(report)
+    judge = ", ".join(f"{k}={v}" for k, v in report["judge"].items() if k != "name")
+    lines = [
+        f"judge {report['judge']['name']} ({judge or 'no parameters'}) on {report['dataset']}: "
+        f"{report['n_claims']} labelled claims",
+        "",
+        render(
+            pd.DataFrame(
+                {
+                    "measure": [
+                        "accuracy",
+                        "cohen_kappa",
+                        "precision_unsupported",
+                        "recall_unsupported",
+                    ],
+                    "value": [
+                        report["accuracy"],
+                        report["kappa"],
+                        report["precision_unsupported"],
+                        report["recall_unsupported"],
+                    ],
+                }
+            ),
+            "table",
+        ),
+        "",
+        render(
+            pd.DataFrame([{"": k, "claims": v} for k, v in report["confusion"].items()]), "table"
+        ),
+    ]
+    if "run" in report:
+        r = report["run"]
+        lines += [
+            "",
+            f"run: judged supported share {r['judged']:.4f} over {r['n_run_claims']} claims; "
+            f"prediction-powered estimate {r['estimate']:.4f} [{r['low']:.4f}, {r['high']:.4f}]",
+        ]
+    return "\n".join(lines)

@@ -9,8 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SHIPPED, assert_one_line_error
 
-from rag_bench.runner import Selection, run_variant
+from rag_bench.runner import DEFAULT_KS, Selection, run_variant
 from rag_bench.store import TABLES
+from rag_bench.traces import ranking_measures
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -40,13 +41,21 @@ def test_run_folder_has_manifest_and_every_table(smoke_runs):
         assert set(frame["run_id"]) <= {result.run_id}
 
 
-def test_every_query_metric_pair_is_stored_and_unanswerable_is_null(smoke_runs):
+def test_every_query_metric_pair_is_stored_and_undefined_is_null(smoke_runs):
     metrics = smoke_runs["baseline"].metrics
     per_query = metrics.groupby("query_id")["metric"].count()
     assert per_query.nunique() == 1  # dense: every query has every metric
-    refuse = metrics[metrics["category"] == "unanswerable"]
+    ranking = metrics[metrics["metric"].isin([str(m) for m in ranking_measures(DEFAULT_KS)])]
+    refuse = ranking[ranking["category"] == "unanswerable"]
     assert len(refuse) and refuse["value"].isna().all() and (refuse["status"] == "undefined").all()
-    assert metrics[metrics["category"] != "unanswerable"]["value"].notna().all()
+    assert ranking[ranking["category"] != "unanswerable"]["value"].notna().all()
+    wide = metrics.pivot(index="query_id", columns="metric", values="value")
+    unanswerable = set(metrics.loc[metrics["category"] == "unanswerable", "query_id"])
+    is_unanswerable = wide.index.isin(unanswerable)
+    assert wide.loc[is_unanswerable, "correct_refusal"].notna().all()
+    assert wide.loc[is_unanswerable, "over_refusal"].isna().all()
+    assert wide.loc[~is_unanswerable, "over_refusal"].notna().all()
+    assert (metrics["status"] == "undefined").equals(metrics["value"].isna())
 
 
 def test_retrieved_keeps_chunk_stages_and_the_document_ranking(smoke_runs):
@@ -107,7 +116,9 @@ def test_cli_run_prints_summary_and_stores(rag_bench, tmp_path):
     )
     assert out.exit_code == 0, out.stderr
     lines = out.stdout.strip().splitlines()
-    assert lines[0] == "category,variant,n,recall@10,mrr@10,ndcg@10,recall@100"
+    assert lines[0] == (
+        "category,variant,n,recall@10,mrr@10,ndcg@10,faithfulness,answer_exact,correct_refusal,over_refusal"
+    )
     assert {line.split(",")[0] for line in lines[1:]} == {
         "literal",
         "paraphrase",

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from rag_bench.text import split_sentences
 
 MARKER = re.compile(r"\s*(?:\[([^\[\]]+)\]|【([^【】]+)】)")
+CLAIM_END = re.compile(r"[\]】][.!?。！？]")
 LEADING_MARKERS = re.compile(r"^(?:\s*(?:\[[^\[\]]+\]|【[^【】]+】))+")
 REFUSAL = re.compile(
     r"^\W*(i\s+(do\s*n[o']t|don’t|cannot|can\s*not|can[’']t)\s+(know|answer|tell|say|find)"
     r"|the\s+(provided\s+|retrieved\s+|available\s+)?(documents?|context|sources?)\s+(do\s*n[o']t|does\s*n[o']t|doesn’t|don’t)\s+(say|answer|mention|contain|cover|state)"
     r"|there\s+is\s+(not\s+enough|no|insufficient)\s+information"
     r"|(the\s+)?(answer|information)\s+is\s+not\s+(in|available)"
-    r"|(我)?(无法|不能)(回答|确定)|不知道|没有(足够的)?(信息|资料|依据))",
+    r"|(我)?(无法|不能)(回答|确定)|我?不知道|没有(足够的)?(信息|资料|依据))",
     re.IGNORECASE,
 )
 
@@ -27,6 +28,11 @@ REFUSAL = re.compile(
 class SplitClaim:
     text: str
     citations: tuple[str, ...]
+
+
+def strip_markers(answer: str) -> str:
+    """The answer's text without its citation markers."""
+    return MARKER.sub("", answer)
 
 
 def is_refusal(answer: str) -> bool:
@@ -39,11 +45,21 @@ def _ids(match: re.Match) -> list[str]:
     return [part.strip() for part in re.split(r"[,，;；]", body) if part.strip()]
 
 
+def _sentences(answer: str) -> list[str]:
+    """Sentences, also broken after every citation marker that closes one (``… [d1]. next``),
+    whatever the case of the next word."""
+    pieces, start = [], 0
+    for match in CLAIM_END.finditer(answer):
+        pieces.append(answer[start : match.end()])
+        start = match.end()
+    pieces.append(answer[start:])
+    return [piece[s:e] for piece in pieces for s, e in split_sentences(piece)]
+
+
 def split_claims(answer: str) -> list[SplitClaim]:
     """The answer's sentences with the citation markers that follow each one."""
     claims: list[SplitClaim] = []
-    for start, end in split_sentences(answer):
-        sentence = answer[start:end]
+    for sentence in _sentences(answer):
         leading = LEADING_MARKERS.match(sentence)
         if leading and claims:
             # "Claim one. [d1] Claim two." -- markers after the full stop cite the claim before

@@ -7,6 +7,7 @@ from rag_bench.plugins import ComponentSpec, VariantSpec
 
 
 def components() -> list[ComponentSpec]:
+    from rag_bench.evaluation.judges import AnnotatedJudge, LexicalJudge
     from rag_bench.pipeline.chunking import FixedChunker, RecursiveChunker, WholeDocument
     from rag_bench.pipeline.dense import LSAEncoder
     from rag_bench.pipeline.fusion import ReciprocalRankFusion, WeightedScoreFusion
@@ -30,6 +31,8 @@ def components() -> list[ComponentSpec]:
         LearnedReranker,
         ExtractiveGenerator,
         RecordedGenerator,
+        LexicalJudge,
+        AnnotatedJudge,
     ]
     return [cls.spec for cls in classes]
 
@@ -58,6 +61,7 @@ def variants() -> list[VariantSpec]:
                 "chunker": {"name": "none"},
                 "retriever": {"name": "recorded"},
                 "generator": {"name": "recorded"},
+                "judge": {"name": "annotated"},
             },
             "rankings and answers replayed from the dataset's answers.jsonl",
         ),

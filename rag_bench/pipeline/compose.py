@@ -10,6 +10,8 @@ from typing import Any
 from rag_bench.cache import Cache, corpus_fingerprint
 from rag_bench.dataset import Dataset, Query
 from rag_bench.errors import UsageError
+from rag_bench.evaluation.claims import SplitClaim, split_claims
+from rag_bench.evaluation.judges import Verdict
 from rag_bench.pipeline.chunking import Chunk, chunk_corpus
 from rag_bench.pipeline.dense import DenseIndex
 from rag_bench.pipeline.generate import Generation
@@ -28,10 +30,14 @@ class IndexReport:
 
 @dataclass
 class QueryResult:
-    """One query's trip through the pipeline: chunk rankings per stage, answer, timings."""
+    """One query's trip through the pipeline: chunk rankings per stage, the answer, its claims
+    with the judge's verdicts, the generator's context (chunk positions) and timings."""
 
     stages: dict[str, Hits]
     generation: Generation
+    claims: list[SplitClaim]
+    verdicts: list[Verdict]
+    context: list[int]
     latency_ms: dict[str, float]
 
     @property
@@ -61,6 +67,7 @@ class Pipeline:
             )
         self.reranker = build("reranker", resolved["reranker"]) if "reranker" in resolved else None
         self.generator = build("generator", resolved.get("generator", {"name": "extractive"}))
+        self.judge = build("judge", resolved.get("judge", {"name": "lexical"}))
         self.chunks: list[Chunk] = []
 
     # --- indexing ---------------------------------------------------------------------
@@ -81,7 +88,7 @@ class Pipeline:
             else:
                 report.cached[retriever.stage] = self._fit_cached(retriever, texts, fingerprint)
             report.seconds[f"index_{retriever.stage}"] = time.perf_counter() - started
-        for component in (self.reranker, self.generator):
+        for component in (self.reranker, self.generator, self.judge):
             if component is not None and hasattr(component, "prepare"):
                 started = time.perf_counter()
                 component.prepare(dataset, self.chunks, self.analyzer)
@@ -150,16 +157,26 @@ class Pipeline:
                 s["rerank"] = hits
             latency["rerank"] = 1000 * (time.perf_counter() - started) / n
         retrieve_ms = sum(latency.pop(r.stage) for r in self.retrievers)
-        results = []
         items = range(len(queries))
-        for i in progress(items) if progress else items:
-            started = time.perf_counter()
-            final = list(stages[i].values())[-1]
-            generation = self.generator.generate(queries[i], [self.chunks[p] for p in final.index])
-            timings = {
-                "retrieve": retrieve_ms,
-                **latency,
-                "generate": 1000 * (time.perf_counter() - started),
-            }
-            results.append(QueryResult(stages[i], generation, timings))
-        return results
+        return [
+            self._respond(queries[i], stages[i], {"retrieve": retrieve_ms, **latency})
+            for i in (progress(items) if progress else items)
+        ]
+
+    def _respond(
+        self, query: Query, stages: dict[str, Hits], timings: dict[str, float]
+    ) -> QueryResult:
+        """Generate an answer from the final ranking, split it into claims and judge them."""
+        final = list(stages.values())[-1]
+        started = time.perf_counter()
+        generation = self.generator.generate(query, [self.chunks[p] for p in final.index])
+        timings["generate"] = 1000 * (time.perf_counter() - started)
+        context_k = getattr(self.generator, "context_k", None)
+        context = [int(p) for p in final.index[:context_k]]
+        claims = [] if generation.refused else split_claims(generation.answer)
+        started = time.perf_counter()
+        verdicts = (
+            self.judge.judge(query, claims, [self.chunks[p] for p in context]) if claims else []
+        )
+        timings["judge"] = 1000 * (time.perf_counter() - started)
+        return QueryResult(stages, generation, claims, verdicts, context, timings)

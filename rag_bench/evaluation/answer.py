@@ -1,0 +1,134 @@
+"""Answer-side metrics of one query: what the generator did with the evidence.
+
+Every metric is NULL (None) where it is undefined, never a silent 0: faithfulness without
+claims, citation precision without citations, retrieval-context metrics without a gold answer
+or relevant documents, the refusal metrics on the kind of query they do not apply to.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag_bench.dataset import Query
+from rag_bench.evaluation.claims import SplitClaim, strip_markers
+from rag_bench.evaluation.judges import Verdict
+from rag_bench.pipeline.chunking import Chunk
+
+ARTICLES = {"a", "an", "the"}
+ANSWER_METRICS = (
+    "faithfulness",
+    "citation_precision",
+    "citation_coverage",
+    "answer_relevance",
+    "answer_exact",
+    "answer_f1",
+    "correct_refusal",
+    "over_refusal",
+    "answered_unanswerable",
+)
+CONTEXT_FAMILIES = ("context_precision", "context_recall", "answer_span_recall")
+
+
+def answer_metric_names(ks: Sequence[int]) -> list[str]:
+    return list(ANSWER_METRICS) + [f"{family}@{k}" for k in ks for family in CONTEXT_FAMILIES]
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words without punctuation and articles (the SQuAD normalisation)."""
+    return [w for w in re.sub(r"[^\w\s]", " ", text.lower()).split() if w not in ARTICLES]
+
+
+def contains(haystack: str, needle: str) -> bool:
+    """Whether the normalised ``needle`` occurs as a whole word sequence in ``haystack``."""
+    n = words(needle)
+    return bool(n) and f" {' '.join(n)} " in f" {' '.join(words(haystack))} "
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    p, g = Counter(words(prediction)), Counter(words(gold))
+    common = sum((p & g).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / sum(p.values()), common / sum(g.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+@dataclass(frozen=True)
+class AnswerEvidence:
+    """Everything the answer metrics of one query look at."""
+
+    query: Query
+    answer: str
+    refused: bool
+    claims: Sequence[SplitClaim]
+    verdicts: Sequence[Verdict]
+    ranking: Sequence[Chunk]  # the final chunk ranking, best first
+    grades: dict[str, int]  # judged documents of the query
+
+
+def claim_metrics(e: AnswerEvidence) -> dict[str, float | None]:
+    judged = [(c, v) for c, v in zip(e.claims, e.verdicts) if v.supported is not None]
+    links = [(d, v) for c, v in judged for d in c.citations]
+    return {
+        "faithfulness": _ratio(sum(bool(v.supported) for _, v in judged), len(judged)),
+        "citation_precision": _ratio(sum(d in v.supported_by for d, v in links), len(links)),
+        "citation_coverage": _ratio(sum(1 for c in e.claims if c.citations), len(e.claims)),
+    }
+
+
+def response_metrics(e: AnswerEvidence, analyzer) -> dict[str, float | None]:
+    refuse = e.query.should_refuse
+    gold = e.query.answer
+    text = strip_markers(e.answer)
+    wanted = set(analyzer.terms(e.query.text))
+    relevance = None
+    if not e.refused and wanted:
+        relevance = len(wanted & set(analyzer.terms(text))) / len(wanted)
+    exact = f1 = None
+    if gold and not refuse:
+        exact = 0.0 if e.refused else float(contains(text, gold))
+        f1 = 0.0 if e.refused else token_f1(text, gold)
+    return {
+        "answer_relevance": relevance,
+        "answer_exact": exact,
+        "answer_f1": f1,
+        "correct_refusal": float(e.refused) if refuse else None,
+        "over_refusal": None if refuse else float(e.refused),
+        "answered_unanswerable": float(not e.refused) if refuse else None,
+    }
+
+
+def context_metrics(e: AnswerEvidence, ks: Sequence[int], analyzer) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    gold = None if e.query.should_refuse else e.query.answer
+    gold_terms = set(analyzer.terms(gold)) if gold else set()
+    for k in ks:
+        top = e.ranking[:k]
+        relevant = sum(1 for c in top if e.grades.get(c.doc_id, 0) >= 1)
+        precision = None if e.query.should_refuse else _ratio(relevant, len(top))
+        recall = span = None
+        if gold_terms:
+            found = set().union(*(analyzer.terms(c.text) for c in top)) if top else set()
+            recall = len(gold_terms & found) / len(gold_terms)
+        if gold:
+            span = float(any(contains(c.text, gold) for c in top))
+        out[f"context_precision@{k}"] = precision
+        out[f"context_recall@{k}"] = recall
+        out[f"answer_span_recall@{k}"] = span
+    return out
+
+
+def answer_metrics(e: AnswerEvidence, ks: Sequence[int], analyzer) -> dict[str, float | None]:
+    values = {
+        **claim_metrics(e),
+        **response_metrics(e, analyzer),
+        **context_metrics(e, ks, analyzer),
+    }
+    return {name: values[name] for name in answer_metric_names(ks)}

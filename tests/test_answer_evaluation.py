@@ -1,0 +1,185 @@
+"""Answer-side metrics and the failure diagnosis, by hand and through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from conftest import ROOT, SHIPPED
+
+from rag_bench.dataset import Query, load_dataset
+from rag_bench.evaluation.answer import AnswerEvidence, answer_metrics, contains, token_f1
+from rag_bench.evaluation.claims import SplitClaim
+from rag_bench.evaluation.diagnosis import FAILURE_CLASSES, diagnose
+from rag_bench.evaluation.judges import Verdict
+from rag_bench.pipeline.chunking import Chunk
+from rag_bench.text import EnglishAnalyzer
+
+SEED = ROOT / "data" / "seed-example"
+
+
+def stored(run_dir, table):
+    (folder,) = [p for p in run_dir.iterdir() if not p.name.startswith(".")]
+    return pd.read_parquet(folder / f"{table}.parquet")
+
+
+def test_seed_worked_example_through_the_cli(rag_bench, tmp_path):
+    out = rag_bench(
+        "run", "--variant", "recorded", "--dataset", SEED, "--k", "2,3", "--runs-dir", tmp_path
+    )
+    assert out.exit_code == 0, out.stderr
+    metrics = stored(tmp_path, "metrics").pivot(index="query_id", columns="metric", values="value")
+    q1 = metrics.loc["q1"]
+    assert q1["recall@2"] == 0.5 and q1["mrr@2"] == 0.5 and round(q1["ndcg@2"], 3) == 0.387
+    assert q1["recall@3"] == 1.0 and round(q1["ndcg@3"], 3) == 0.693
+    assert q1["faithfulness"] == pytest.approx(2 / 3) and q1["citation_precision"] == pytest.approx(
+        2 / 3
+    )
+    # an answer without citations: citation precision is undefined, never 100%
+    q2 = metrics.loc["q2"]
+    assert (
+        pd.isna(q2["citation_precision"])
+        and q2["citation_coverage"] == 0.0
+        and q2["faithfulness"] == 1.0
+    )
+    queries = stored(tmp_path, "queries").set_index("query_id")
+    assert (
+        queries.loc["q1", "failure_class"] == "fabricated"
+        and queries.loc["q2", "failure_class"] == "ok"
+    )
+    claims = stored(tmp_path, "claims")
+    assert list(claims[claims["query_id"] == "q1"]["supported"]) == [True, True, False]
+    assert set(claims["judge"]) == {"annotated"}
+
+
+def test_every_recorded_answer_gets_its_expected_failure_class(tmp_path):
+    from rag_bench.runner import run_variant
+
+    result = run_variant("recorded", SHIPPED, runs_dir=tmp_path)
+    answers = load_dataset(SHIPPED).answers
+    got = dict(zip(result.queries["query_id"], result.queries["failure_class"]))
+    expected = {q: a.expected_failure_class for q, a in answers.items()}
+    assert got == expected
+    assert set(got.values()) == set(FAILURE_CLASSES)
+
+
+CONTEXT = ["d1", "d2"]
+GRADES = {"d1": 2, "d3": 1}
+
+
+def claim(*cites):
+    return SplitClaim("A claim.", tuple(cites))
+
+
+def ok(*by):
+    return Verdict(2, True, tuple(by), "")
+
+
+BAD = Verdict(0, False, (), "")
+
+
+@pytest.mark.parametrize(
+    ("should_refuse", "refused", "claims", "verdicts", "context", "expected"),
+    [
+        (True, True, [], [], CONTEXT, "correct_refusal"),
+        (True, False, [claim("d1")], [ok("d1")], CONTEXT, "answered_unanswerable"),
+        (False, False, [claim("d2")], [ok("d2")], ["d2"], "retrieval_miss"),
+        (False, True, [], [], CONTEXT, "wrongly_refused"),
+        (False, False, [claim("d1"), claim("d1")], [ok("d1"), BAD], CONTEXT, "fabricated"),
+        (False, False, [claim("d1", "d2")], [ok("d1")], CONTEXT, "wrong_citation"),
+        (False, False, [claim("d2")], [ok("d2")], CONTEXT, "retrieved_not_used"),
+        (False, False, [claim("d1")], [ok("d1")], CONTEXT, "ok"),
+        (False, False, [claim()], [ok("d1")], CONTEXT, "ok"),  # uncited but supported
+        (False, False, [claim("d1")], [Verdict(None, None, (), "")], CONTEXT, "retrieved_not_used"),
+    ],
+)
+def test_diagnosis_rules(should_refuse, refused, claims, verdicts, context, expected):
+    assert diagnose(should_refuse, refused, claims, verdicts, context, GRADES) == expected
+
+
+def evidence(query, answer="", refused=False, claims=(), verdicts=(), ranking=(), grades=None):
+    return AnswerEvidence(
+        query, answer, refused, list(claims), list(verdicts), list(ranking), grades or {}
+    )
+
+
+ANALYZER = EnglishAnalyzer()
+Q = Query("q", "How long is the return window for opened items?", answer="30 days")
+CHUNKS = [
+    Chunk("d1#0", "d1", 0, 0, "Opened items can be returned within 30 days."),
+    Chunk("d9#0", "d9", 0, 0, "Unrelated text about shipping."),
+]
+
+
+def test_answer_metrics_by_hand():
+    e = evidence(
+        Q,
+        "Opened items can be returned within 30 days [d1]. Shipping is free [d1].",
+        claims=[
+            SplitClaim("Opened items can be returned within 30 days.", ("d1",)),
+            SplitClaim("Shipping is free.", ("d1",)),
+        ],
+        verdicts=[ok("d1"), BAD],
+        ranking=CHUNKS,
+        grades={"d1": 3},
+    )
+    m = answer_metrics(e, [1, 2], ANALYZER)
+    assert (
+        m["faithfulness"] == 0.5
+        and m["citation_precision"] == 0.5
+        and m["citation_coverage"] == 1.0
+    )
+    assert m["answer_exact"] == 1.0 and m["over_refusal"] == 0.0
+    assert m["correct_refusal"] is None and m["answered_unanswerable"] is None
+    assert m["context_precision@1"] == 1.0 and m["context_precision@2"] == 0.5
+    assert m["context_recall@1"] == 1.0 and m["answer_span_recall@1"] == 1.0
+    # query terms how, long, return, window, open, item: the answer has return, open, item
+    assert m["answer_relevance"] == pytest.approx(3 / 6)
+
+
+def test_refusals_and_undefined_values():
+    refused = answer_metrics(
+        evidence(Q, "I don't know.", refused=True, ranking=CHUNKS, grades={"d1": 3}), [1], ANALYZER
+    )
+    assert (
+        refused["over_refusal"] == 1.0
+        and refused["answer_exact"] == 0.0
+        and refused["answer_f1"] == 0.0
+    )
+    assert (
+        refused["faithfulness"] is None
+        and refused["citation_precision"] is None
+        and refused["answer_relevance"] is None
+    )
+    unanswerable = Query("u", "Do you ship to Mars?", category="unanswerable", should_refuse=True)
+    m = answer_metrics(
+        evidence(unanswerable, "I don't know.", refused=True, ranking=CHUNKS), [1], ANALYZER
+    )
+    assert (
+        m["correct_refusal"] == 1.0
+        and m["answered_unanswerable"] == 0.0
+        and m["over_refusal"] is None
+    )
+    assert (
+        m["context_precision@1"] is None
+        and m["context_recall@1"] is None
+        and m["answer_exact"] is None
+    )
+
+
+def test_text_matching_helpers():
+    assert contains("Returns: within 30 Days, always.", "30 days")
+    assert not contains("within 300 days", "30 days")
+    assert token_f1("the 30 days window", "30 days") == pytest.approx(2 * (2 / 3) * 1 / (2 / 3 + 1))
+    assert token_f1("nothing", "30 days") == 0.0
+
+
+def test_judge_agreement_cli(rag_bench):
+    out = rag_bench("judge-agreement", "--judge", "annotated", "--format", "json")
+    report = json.loads(out.stdout)
+    assert report["accuracy"] == 1.0 and report["kappa"] == 1.0 and report["n_claims"] >= 100
+    lexical = json.loads(rag_bench("judge-agreement", "--format", "json").stdout)
+    assert 0 < lexical["accuracy"] < 1 and sum(lexical["confusion"].values()) == lexical["n_claims"]
+    table = rag_bench("judge-agreement").stdout
+    assert "cohen_kappa" in table and "gold unsupported, judged unsupported" in table

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import pytest
+
+from rag_bench.evaluation.claims import SplitClaim, is_refusal, split_claims
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            "Returns within 7 days [d1]. Fresh food is excluded [d2].",
+            [("Returns within 7 days.", ("d1",)), ("Fresh food is excluded.", ("d2",))],
+        ),
+        ("A fee applies [d1][d2].", [("A fee applies.", ("d1", "d2"))]),
+        ("A fee applies [d1, d2].", [("A fee applies.", ("d1", "d2"))]),
+        (
+            "Returns within 7 days. [d1] Fresh food excluded. [d2][d3]",
+            [("Returns within 7 days.", ("d1",)), ("Fresh food excluded.", ("d2", "d3"))],
+        ),
+        (
+            "first part [d1]. at roughly 1 minute [d2].",
+            [("first part.", ("d1",)), ("at roughly 1 minute.", ("d2",))],
+        ),
+        (
+            "No citation here. Version 6.2.1 is current [d9].",
+            [("No citation here.", ()), ("Version 6.2.1 is current.", ("d9",))],
+        ),
+        (
+            "签收7天内可退货【d1】。生鲜商品除外【d2】。",
+            [("签收7天内可退货。", ("d1",)), ("生鲜商品除外。", ("d2",))],
+        ),
+        ("Repeated [d1][d1].", [("Repeated.", ("d1",))]),
+    ],
+)
+def test_split_claims(answer, expected):
+    assert split_claims(answer) == [SplitClaim(text, cites) for text, cites in expected]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I don't know.",
+        "I can't answer that from the available documents.",
+        "I cannot answer this question.",
+        "The documents don't say how long that takes.",
+        "The provided documents do not mention it.",
+        "There is not enough information to answer.",
+        "无法回答。",
+        "我不知道。",
+    ],
+)
+def test_refusals_are_recognised(answer):
+    assert is_refusal(answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Returns are accepted within 7 days [d1].",
+        "I know the deadline: 7 days [d1].",
+        "Nothing in the box is fragile [d2].",
+    ],
+)
+def test_answers_are_not_refusals(answer):
+    assert not is_refusal(answer)

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT
+
+from rag_bench.dataset import Query, load_dataset
+from rag_bench.errors import RagBenchError
+from rag_bench.evaluation.claims import SplitClaim
+from rag_bench.evaluation.judges import AnnotatedJudge, LexicalJudge, numbers, polarity_clash
+from rag_bench.pipeline.chunking import Chunk
+from rag_bench.text import EnglishAnalyzer
+
+PASSAGE = Chunk(
+    "d1",
+    "d1",
+    0,
+    0,
+    "Opened items can be returned within 30 days of delivery. Fresh food cannot be returned.",
+)
+OTHER = Chunk("d2", "d2", 0, 0, "Refunds reach the original payment account within 5 working days.")
+QUERY = Query("q", "returns?")
+
+
+@pytest.fixture
+def lexical():
+    judge = LexicalJudge()
+    judge.prepare(None, [], EnglishAnalyzer())
+    return judge
+
+
+def verdict(judge, text, context=(PASSAGE, OTHER)):
+    return judge.judge(QUERY, [SplitClaim(text, ())], list(context))[0]
+
+
+def test_verbatim_claim_is_fully_supported_by_its_document(lexical):
+    v = verdict(lexical, "Opened items can be returned within 30 days of delivery.")
+    assert (v.grade, v.supported, v.supported_by) == (2, True, ("d1",))
+
+
+def test_changed_number_is_not_support(lexical):
+    v = verdict(lexical, "Opened items can be returned within 60 days of delivery.")
+    assert (v.grade, v.supported, v.supported_by) == (0, False, ())
+    assert "number" in v.reason
+
+
+def test_flipped_negation_is_not_support(lexical):
+    v = verdict(lexical, "Fresh food can be returned.")
+    assert (v.supported, v.supported_by) == (False, ())
+    assert "negation" in v.reason
+    assert verdict(lexical, "Fresh food cannot be returned.").supported
+
+
+def test_unrelated_negation_elsewhere_does_not_block_support(lexical):
+    passage = Chunk("d3", "d3", 0, 0, "The label is valid for 30 days and must not be reused.")
+    assert verdict(lexical, "The label is valid for 30 days.", [passage]).supported
+
+
+def test_partial_overlap_is_grade_one(lexical):
+    v = verdict(lexical, "Opened items can be returned quickly by courier pickup.")
+    assert v.grade == 1 and v.supported  # supported from grade 1 by default
+    strict = LexicalJudge(supported_at=2)
+    strict.prepare(None, [], EnglishAnalyzer())
+    assert not verdict(strict, "Opened items can be returned quickly by courier pickup.").supported
+
+
+def test_claim_without_content_words_is_not_judged(lexical):
+    v = verdict(lexical, "It was.")
+    assert v.supported is None and v.grade is None
+
+
+def test_fabricated_claim(lexical):
+    assert not verdict(lexical, "Every order ships free of charge worldwide.").supported
+
+
+def test_helpers():
+    assert numbers("1,200 units at 9.99 on 2025-03-18") == {"1200", "9.99", "2025", "03", "18"}
+    analyzer = EnglishAnalyzer()
+    assert polarity_clash("Fresh food can be returned.", "Fresh food cannot be returned.", analyzer)
+    assert not polarity_clash("Valid for 30 days.", "Valid for 30 days and not reusable.", analyzer)
+
+
+def test_annotated_judge_uses_the_labels():
+    data = load_dataset(ROOT / "data" / "seed-example")
+    judge = AnnotatedJudge()
+    judge.prepare(data, [], None)
+    recorded = data.answers["q1"]
+    claims = [SplitClaim(c.text, c.citations) for c in recorded.claims]
+    context = [Chunk(d, d, 0, 0, "") for d in recorded.ranking]
+    verdicts = judge.judge(data.queries["q1"], claims, context)
+    assert [v.supported for v in verdicts] == [True, True, False]
+    assert [v.supported_by for v in verdicts] == [("d1",), ("d2",), ()]
+
+
+def test_annotated_judge_without_labels_says_what_to_do():
+    data = load_dataset(ROOT / "data" / "seed-example")
+    judge = AnnotatedJudge()
+    judge.prepare(data, [], None)
+    with pytest.raises(RagBenchError, match="--judge lexical"):
+        judge.judge(Query("q9", "x"), [SplitClaim("A claim.", ())], [])
