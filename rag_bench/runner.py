@@ -134,6 +134,7 @@ def run_variant(
     manifest = _manifest(
         run_id, spec, resolved, data, queries, ks, depth, selection, report, created, started
     )
+    manifest["usage"] = pipeline.usage()
     path = write_run(runs_path, run_id, manifest, tables)
     return RunResult(run_id, path, manifest, tables)
 

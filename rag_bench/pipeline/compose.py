@@ -115,6 +115,17 @@ class Pipeline:
         _, hit = self.cache.fetch(retriever.stage, material, fit, lambda r, f: r.save(f), load)
         return hit
 
+    def usage(self) -> dict[str, dict]:
+        """What the components that call paid services consumed (requests, tokens, cost)."""
+        parts = {
+            "retriever": self.retrievers[0] if self.retrievers else None,
+            "encoder": getattr(self.retrievers[-1], "encoder", None),
+            "reranker": self.reranker,
+            "generator": self.generator,
+            "judge": self.judge,
+        }
+        return {slot: c.usage() for slot, c in parts.items() if c is not None and hasattr(c, "usage")}
+
     # --- querying ---------------------------------------------------------------------
 
     def select_queries(self, query_ids: Sequence[str]) -> list[str]:
