@@ -244,12 +244,223 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
     if run_ref:
         import pandas as pd
 
-        from rag_bench.store import default_runs_dir, resolve_run
-
-        folder = resolve_run(Path(runs_dir) if runs_dir else default_runs_dir(), run_ref)
-        claims = pd.read_parquet(folder / "claims.parquet")
+        run = open_store(runs_dir).get(run_ref)
+        claims = pd.read_parquet(run.path / "claims.parquet")
     report = assess_judge(load_dataset(dataset or SHIPPED_DATASET), judge, overrides, claims, alpha)
     click.echo(agreement_output(report, fmt))
+
+
+def runs_dir_option():
+    return click.option(
+        "--runs-dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        envvar="RAG_BENCH_RUNS_DIR",
+        help="Where runs are stored. Default: runs/ under the working directory.",
+    )
+
+
+ALL_FORMATS = ("table", "json", "csv", "markdown")
+
+
+@cli.command("runs")
+@click.option("--variant", default=None, help="Only runs of this variant.")
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def runs_command(variant, runs_dir, fmt):
+    """List stored runs with their headline metrics."""
+    from rag_bench.render import render
+    from rag_bench.views import runs_table
+
+    click.echo(render(runs_table(open_store(runs_dir, warn=True), variant), fmt))
+
+
+@cli.command("show")
+@click.argument("run")
+@click.option(
+    "--slice",
+    "slice_by",
+    default="category",
+    show_default=True,
+    type=click.Choice(["category", "tag", "failure_class"]),
+    help="Group queries by.",
+)
+@click.option("--metrics", default=None, help="Comma-separated metric names.")
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def show_command(run, slice_by, metrics, runs_dir, fmt):
+    """Show one run: its manifest and its metrics per slice."""
+    from rag_bench.views import show_output
+
+    store = open_store(runs_dir)
+    click.echo(
+        show_output(store, store.get(run), slice_by, _split(metrics) if metrics else None, fmt)
+    )
+
+
+@cli.command("rm")
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@runs_dir_option()
+def rm_command(runs, yes, runs_dir):
+    """Delete runs (the only command that deletes anything)."""
+    from rag_bench.store import remove_run
+
+    store = open_store(runs_dir)
+    chosen = [store.get(ref) for ref in runs]
+    names = ", ".join(r.run_id for r in chosen)
+    if not yes and not click.confirm(
+        f"Delete {len(chosen)} run(s): {names}?", default=False, err=True
+    ):
+        raise click.Abort()
+    for run in chosen:
+        remove_run(run.path)
+        click.echo(f"deleted {run.run_id}", err=True)
+
+
+@cli.command("compare")
+@click.argument("runs", nargs=-1, required=True)
+@click.option(
+    "--slice",
+    "slice_by",
+    default="category",
+    show_default=True,
+    type=click.Choice(["category", "tag", "failure_class", "none"]),
+    help="Compare per slice (plus the overall row 'all').",
+)
+@click.option("--metrics", default=None, help="Comma-separated metric names.")
+@click.option(
+    "--test",
+    default="randomization",
+    show_default=True,
+    type=click.Choice(["randomization", "ttest", "bootstrap"]),
+    help="Paired significance test.",
+)
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option(
+    "--resamples",
+    type=int,
+    default=10_000,
+    show_default=True,
+    help="Permutations / bootstrap resamples.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--allow-mismatch", is_flag=True, help="Compare runs made on different datasets.")
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def compare_command(
+    runs, slice_by, metrics, test, alpha, resamples, seed, allow_mismatch, runs_dir, fmt
+):
+    """Compare runs with paired significance tests; the first run is the baseline."""
+    from rag_bench.compare import compare
+    from rag_bench.views import comparison_output
+
+    result = compare(
+        open_store(runs_dir),
+        runs,
+        slice_by=None if slice_by == "none" else slice_by,
+        metrics=_split(metrics) if metrics else None,
+        test=test,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+        allow_mismatch=allow_mismatch,
+    )
+    click.echo(comparison_output(result, fmt))
+
+
+@cli.command("diff")
+@click.argument("run")
+@click.option(
+    "--against",
+    default="previous",
+    show_default=True,
+    help="The run to diff against; 'previous' is the latest earlier run of the same variant.",
+)
+@click.option("--metric", default="ndcg@10", show_default=True)
+@click.option("--top", type=int, default=20, show_default=True, help="Queries listed each way.")
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def diff_command(run, against, metric, top, runs_dir, fmt):
+    """The queries that got worse and better, with what changed in their rankings."""
+    from rag_bench.compare import diff
+    from rag_bench.render import render
+
+    click.echo(render(diff(open_store(runs_dir), run, against, metric, top), fmt))
+
+
+@cli.command("gate")
+@click.argument("candidate")
+@click.option("--baseline", required=True, help="The run the candidate must not regress from.")
+@click.option(
+    "--max-drop",
+    "max_drops",
+    multiple=True,
+    required=True,
+    metavar="METRIC=AMOUNT",
+    help="Largest tolerated drop, e.g. recall@10=0.02 (repeatable).",
+)
+@click.option(
+    "--test",
+    default="randomization",
+    show_default=True,
+    type=click.Choice(["randomization", "ttest", "bootstrap"]),
+)
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def gate_command(candidate, baseline, max_drops, test, alpha, seed, runs_dir, fmt):
+    """Exit 1 when the candidate drops significantly by more than allowed (for CI)."""
+    from rag_bench.compare import gate, parse_drops
+    from rag_bench.render import render
+
+    result = gate(
+        open_store(runs_dir),
+        candidate,
+        baseline,
+        parse_drops(max_drops),
+        test=test,
+        alpha=alpha,
+        seed=seed,
+    )
+    click.echo(render(result.rows, fmt))
+    click.echo("gate: " + ("passed" if result.passed else "FAILED"), err=True)
+    if not result.passed:
+        raise SystemExit(1)
+
+
+@cli.command("sql")
+@click.argument("query", required=False)
+@click.option("--schema", is_flag=True, help="List the views and their columns.")
+@click.option(
+    "--allow-files", is_flag=True, help="Let the query read files outside the runs folder."
+)
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def sql_command(query, schema, allow_files, runs_dir, fmt):
+    """Read-only SQL over the views runs, queries, metrics, retrieved and claims."""
+    from rag_bench.render import render
+
+    store = open_store(runs_dir, warn=True)
+    if schema:
+        click.echo(render(store.schema(), fmt))
+        return
+    if not query:
+        raise UserMistake(UsageError("no query given", 'e.g. rag-bench sql "SELECT * FROM runs"'))
+    click.echo(render(store.sql(query, allow_files=allow_files), fmt))
+
+
+def open_store(runs_dir: str | None, warn: bool = False):
+    """The runs folder; ``warn`` reports each unreadable run (for commands spanning all runs)."""
+    from rag_bench.analysis import Store
+    from rag_bench.store import default_runs_dir
+
+    store = Store.open(Path(runs_dir) if runs_dir else default_runs_dir())
+    if warn:
+        for problem in store.broken.values():
+            click.echo(f"warning: skipped: {problem}", err=True)
+    return store
 
 
 def main() -> None:

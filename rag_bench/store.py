@@ -184,34 +184,8 @@ def read_manifest(folder: Path) -> dict:
     return manifest
 
 
-def resolve_run(runs_dir: Path, ref: str) -> Path:
-    """A run folder from a full id, a unique prefix, ``latest`` or ``latest:<variant>``.
-
-    A path to a run folder is accepted as well.
-    """
-    candidate = Path(ref)
-    if (candidate / MANIFEST).is_file():
-        return candidate
-    folders = run_folders(runs_dir)
-    if not folders:
-        raise RagBenchError(
-            f"no runs in {runs_dir}", "run `rag-bench run --variant …` first or pass --runs-dir"
-        )
-    if ref == "latest" or ref.startswith("latest:"):
-        variant = ref.partition(":")[2]
-        matching = [f for f in folders if not variant or read_manifest(f).get("variant") == variant]
-        if not matching:
-            variants = sorted({read_manifest(f).get("variant", "?") for f in folders})
-            raise RagBenchError(
-                f"no run of variant {variant!r} in {runs_dir}",
-                f"stored variants: {', '.join(variants)}",
-            )
-        return matching[-1]
-    exact = [f for f in folders if f.name == ref]
-    matching = exact or [f for f in folders if f.name.startswith(ref)]
-    if len(matching) == 1:
-        return matching[0]
-    if not matching:
-        raise RagBenchError(f"no run {ref!r} in {runs_dir}", "list the runs with `rag-bench runs`")
-    names = ", ".join(f.name for f in matching[:10])
-    raise RagBenchError(f"run id prefix {ref!r} is ambiguous: {names}", "give more of the id")
+def remove_run(folder: Path) -> None:
+    """Delete a run: hide it first (one rename), then remove the files."""
+    hidden = folder.parent / f".rm-{folder.name}-{secrets.token_hex(2)}"
+    os.rename(folder, hidden)
+    shutil.rmtree(hidden)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from rag_bench.evaluation.retrieval import RankingEvaluation
@@ -132,3 +133,102 @@ def agreement_output(report: dict, fmt: str) -> str:
             f"prediction-powered estimate {r['estimate']:.4f} [{r['low']:.4f}, {r['high']:.4f}]",
         ]
     return "\n".join(lines)
+
+
+def runs_table(store, variant: str | None = None) -> pd.DataFrame:
+    """One row per run: id, variant, dataset, when, how long, status, headline means."""
+    runs = store.runs_frame()
+    if variant:
+        runs = runs[runs["variant"] == variant]
+    headline = ["recall@10", "ndcg@10", "faithfulness"]
+    if not runs.empty:
+        means = (
+            store.connect()
+            .sql(
+                "SELECT run_id, metric, avg(value) AS mean FROM metrics "
+                f"WHERE metric IN ({', '.join(repr(m) for m in headline)}) GROUP BY ALL"
+            )
+            .df()
+        )
+        wide = means.pivot(index="run_id", columns="metric", values="mean")
+        runs = runs.join(wide.reindex(columns=headline), on="run_id")
+    else:
+        runs = runs.assign(**{m: [] for m in headline})
+    columns = [
+        "run_id",
+        "variant",
+        "dataset",
+        "n_queries",
+        "created_at",
+        "duration_s",
+        "status",
+        *headline,
+    ]
+    table = runs[columns].copy()
+    broken = pd.DataFrame(
+        [{"run_id": r, "status": f"unreadable: {why}"} for r, why in store.broken.items()]
+    )
+    return (
+        pd.concat([table, broken], ignore_index=True)
+        if len(broken)
+        else table.reset_index(drop=True)
+    )
+
+
+def _slices(metrics: pd.DataFrame, queries: pd.DataFrame, slice_by: str) -> pd.DataFrame:
+    if slice_by == "category":
+        return metrics
+    labels = queries[["query_id", slice_by]]
+    if slice_by == "tag":
+        labels = queries[["query_id", "tags"]].explode("tags").rename(columns={"tags": "tag"})
+        labels["tag"] = labels["tag"].fillna("untagged")
+    return metrics.drop(columns=["category"]).merge(labels, on="query_id")
+
+
+def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
+    frame = pd.read_parquet(run.path / "metrics.parquet")
+    queries = pd.read_parquet(run.path / "queries.parquet")
+    names = metrics or headline_metrics(run.manifest.get("ks", [10]))
+    known = set(frame["metric"])
+    for name in names:
+        if name not in known:
+            from rag_bench.errors import UnknownNameError
+
+            raise UnknownNameError("metric of this run", name, sorted(known))
+    table = slice_means(_slices(frame, queries, slice_by), names, slice_by)
+    if fmt == "json":
+        return to_json({"manifest": run.manifest, "slices": as_records(table)})
+    m = run.manifest
+    params = "; ".join(
+        f"{slot}={c['name']}" + "".join(f" {k}={v}" for k, v in c.items() if k != "name")
+        for slot, c in m.get("params", {}).items()
+    )
+    head = [
+        f"run       {m['run_id']}",
+        f"variant   {m.get('variant')} ({m.get('variant_origin')})",
+        f"dataset   {m['dataset']['name']} ({m['dataset']['n_queries']} queries, "
+        f"sha256 {m['dataset']['sha256'][:12]})",
+        f"created   {m.get('created_at')}, {m.get('duration_s')} s, {m.get('status')}",
+        f"params    {params}",
+        "",
+    ]
+    return (
+        "\n".join(head) + render(table, fmt) if fmt in ("table", "markdown") else render(table, fmt)
+    )
+
+
+def comparison_output(result, fmt: str) -> str:
+    rows = result.rows
+    if fmt == "json":
+        return to_json(as_records(rows))
+    if fmt == "csv":
+        return render(rows, fmt)
+    shown = rows.drop(columns=["run_a"]).copy()
+    shown["sig"] = np.where(shown["significant"], "*", "")
+    shown = shown.drop(columns=["significant"])
+    pairs = ", ".join(f"{run}: {n} queries paired" for run, n in result.n_paired.items())
+    head = (
+        f"baseline {rows['run_a'].iloc[0]}; {pairs}; {result.test} test, "
+        f"Holm-adjusted, * = p_adjusted < {result.alpha}"
+    )
+    return head + "\n\n" + render(shown, fmt)

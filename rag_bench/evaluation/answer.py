@@ -29,6 +29,8 @@ ANSWER_METRICS = (
     "over_refusal",
     "answered_unanswerable",
 )
+# Metrics where a rise is a regression (every other metric: higher is better).
+LOWER_IS_BETTER = frozenset({"over_refusal", "answered_unanswerable"})
 CONTEXT_FAMILIES = ("context_precision", "context_recall", "answer_span_recall")
 
 
