@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The main job: the three pipeline variants on the shipped dataset, then their comparison.
 run: $(STAMP)
-	$(BIN)/rag-bench eval --qrels data/example/qrels.txt --run data/example/run.txt
+	$(BIN)/rag-bench run --variant baseline,hybrid,hybrid_rerank
+	$(BIN)/rag-bench compare latest:baseline latest:hybrid latest:hybrid_rerank --slice category
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

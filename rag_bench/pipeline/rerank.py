@@ -7,9 +7,9 @@ word pairs occur as pairs, whether the title matches, and what each first-stage 
 thought of it.
 
 - ``proximity`` blends those features with fixed weights; it needs no labels.
-- ``ltr`` learns the blend (logistic regression) from relevance labels with cross-fitting: the
-  queries are split into folds and each fold is scored by a model trained on the other folds
-  only, so no query is ever scored by a model that saw its own labels.
+- ``ltr`` learns the blend from relevance labels (pairwise logistic regression) with
+  cross-fitting: the queries are split into folds and each fold is scored by a model trained on
+  the other folds only, so no query is ever scored by a model that saw its own labels.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ class ProximityReranker:
 @component(
     "reranker",
     "ltr",
-    description="logistic regression on passage features, cross-fitted over query folds",
+    description="pairwise logistic regression on passage features, cross-fitted over query folds",
     top_n=30,
     folds=5,
     seed=0,
@@ -234,12 +234,19 @@ class LearnedReranker:
         return np.array([judged.get(self.chunks[p].doc_id, 0) >= 1 for p in head.index], dtype=int)
 
     def _fit(self, train: list[int], matrices, labels):
+        """Pairwise logistic regression (RankSVM-style): learn w so that w·(relevant − other)
+        > 0 for every pair of candidates of one query; order, not calibration, is what counts."""
         from sklearn.linear_model import LogisticRegression
 
-        # Only queries with both a relevant and a non-relevant candidate say anything about order.
-        useful = [i for i in train if 0 < labels[i].sum() < len(labels[i])]
-        if not useful:
+        pairs = []
+        for i in train:
+            relevant = labels[i] == 1
+            if not 0 < relevant.sum() < len(relevant):
+                continue  # nothing to order within this query
+            good, bad = matrices[i][relevant], matrices[i][~relevant]
+            pairs.append((good[:, None, :] - bad[None, :, :]).reshape(-1, good.shape[1]))
+        if not pairs:
             return None
-        x = np.vstack([matrices[i] for i in useful])
-        y = np.concatenate([labels[i] for i in useful])
-        return LogisticRegression(C=self.c, max_iter=1000).fit(x, y)
+        x = np.vstack(pairs)
+        x, y = np.vstack([x, -x]), np.r_[np.ones(len(x)), np.zeros(len(x))]
+        return LogisticRegression(C=self.c, max_iter=2000, fit_intercept=False).fit(x, y)
