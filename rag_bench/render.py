@@ -68,8 +68,17 @@ def as_records(frame: pd.DataFrame) -> list[dict]:
     ]
 
 
+def _clean(data: object) -> object:
+    """NaN (an undefined value) becomes null, in nested containers too."""
+    if isinstance(data, dict):
+        return {k: _clean(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_clean(v) for v in data]
+    return _json_value(data)
+
+
 def to_json(data: object) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    return json.dumps(_clean(data), indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def render(frame: pd.DataFrame, fmt: str, digits: int = 4) -> str:

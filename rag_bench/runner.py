@@ -176,7 +176,7 @@ def _manifest(
         "judge": resolved.get("judge"),
         "generator": resolved.get("generator"),
         "index": {"n_chunks": report.n_chunks, "seconds": report.seconds, "cached": report.cached},
-        "created_at": created.isoformat(timespec="seconds"),
+        "created_at": created.isoformat(timespec="microseconds"),
         "duration_s": round(time.perf_counter() - started, 3),
         "status": "complete",
         "rag_bench_version": __version__,

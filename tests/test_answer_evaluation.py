@@ -6,8 +6,8 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import ROOT, SHIPPED
 
+from conftest import ROOT, SHIPPED
 from rag_bench.dataset import Query, load_dataset
 from rag_bench.evaluation.answer import AnswerEvidence, answer_metrics, contains, token_f1
 from rag_bench.evaluation.claims import SplitClaim
@@ -183,3 +183,15 @@ def test_judge_agreement_cli(rag_bench):
     assert 0 < lexical["accuracy"] < 1 and sum(lexical["confusion"].values()) == lexical["n_claims"]
     table = rag_bench("judge-agreement").stdout
     assert "cohen_kappa" in table and "gold unsupported, judged unsupported" in table
+
+
+def test_judge_agreement_json_with_undefined_statistics(rag_bench):
+    # the lexical judge calls every seed-example claim supported, so precision on
+    # "unsupported" has no denominator: it must print as null, not crash
+
+    out = rag_bench(
+        "judge-agreement", "--dataset", ROOT / "data" / "seed-example", "--format", "json"
+    )
+    assert out.exit_code == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["n_claims"] == 4 and report["precision_unsupported"] is None

@@ -7,8 +7,8 @@ import bm25s
 import numpy as np
 import pytest
 import Stemmer
-from conftest import SHIPPED
 
+from conftest import SHIPPED
 from rag_bench.dataset import load_dataset
 from rag_bench.pipeline.chunking import WholeDocument, chunk_corpus
 from rag_bench.pipeline.sparse import BM25Retriever

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from conftest import EXAMPLE, assert_one_line_error
 
 QRELS, RUN = EXAMPLE / "qrels.txt", EXAMPLE / "run.txt"

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from rag_bench.dataset import Query, load_dataset
 from rag_bench.errors import RagBenchError
 from rag_bench.evaluation.claims import SplitClaim

@@ -6,8 +6,8 @@ import sys
 import textwrap
 
 import pytest
-from conftest import SHIPPED, assert_one_line_error
 
+from conftest import SHIPPED, assert_one_line_error
 from rag_bench.errors import UnknownNameError, UsageError
 from rag_bench.plugins import registry, resolve
 

@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import SHIPPED, assert_one_line_error
 
+from conftest import SHIPPED, assert_one_line_error
 from rag_bench.runner import DEFAULT_KS, Selection, run_variant
 from rag_bench.store import TABLES
 from rag_bench.traces import ranking_measures

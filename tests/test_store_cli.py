@@ -8,8 +8,8 @@ import shutil
 
 import pandas as pd
 import pytest
-from conftest import ROOT, SHIPPED, assert_one_line_error
 
+from conftest import ROOT, SHIPPED, assert_one_line_error
 from rag_bench.runner import Selection, run_variant
 
 SMOKE = Selection(tag="smoke")

@@ -53,28 +53,73 @@ def _positions(qidx_sorted: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
 
 
-def _doc_id_rank(categories: pd.Index) -> np.ndarray:
-    """Rank of each category string in byte order (what trec_eval's strcmp compares)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _grouped_in_order(qidx: np.ndarray, score: np.ndarray) -> bool:
+    """Whether each query's rows are contiguous and sorted by score descending (any query order),
+    as in nearly every run file: then no sort is needed."""
+    if len(qidx) < 2:
+        return True
+    same = qidx[1:] == qidx[:-1]
+    n_groups = len(qidx) - int(np.count_nonzero(same))
+    distinct = np.count_nonzero(np.bincount(qidx)) if len(qidx) else 0
+    return n_groups == distinct and not np.any(same & (score[1:] > score[:-1]))
 
-    order = pc.sort_indices(pa.array(categories.to_numpy(dtype=object), type=pa.string()))
-    rank = np.empty(len(categories), dtype=np.int64)
-    rank[order.to_numpy()] = np.arange(len(categories))
-    return rank
+
+def _names(categories: pd.Index) -> pd.Index:
+    """Category labels as an object Index of strings (ids are strings everywhere)."""
+    if categories.dtype == object:
+        return categories
+    return pd.Index(categories.astype(str), dtype=object)
+
+
+def _grades_of(run_qidx, doc_codes, docs, qrels: Qrels, qrels_qidx, grades) -> np.ndarray:
+    """The judged grade of every retrieved row (0 when unjudged).
+
+    Run documents are mapped onto the qrels' (far fewer) documents once per distinct document;
+    only rows whose document is judged for some query are then looked up by (query, document).
+    """
+    q_doc = qrels.frame["doc_id"].cat
+    judged_docs = _names(q_doc.categories)
+    to_judged = judged_docs.get_indexer(docs)  # run doc code -> qrels doc code, or -1
+    run_judged = to_judged[doc_codes]
+    grade = np.zeros(len(doc_codes), dtype=np.int64)
+    linked = qrels_qidx >= 0
+    if not linked.any():
+        return grade
+    width = max(len(judged_docs), 1)
+    keys = qrels_qidx[linked] * width + q_doc.codes.to_numpy()[linked]
+    key_order = np.argsort(keys)
+    keys, key_grades = keys[key_order], grades[linked][key_order]
+    rows = np.flatnonzero(run_judged >= 0)
+    wanted = run_qidx[rows] * width + run_judged[rows]
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    hit = keys[at] == wanted
+    grade[rows[hit]] = key_grades[at[hit]]
+    return grade
 
 
 def _trec_order(qidx: np.ndarray, score: np.ndarray, doc_codes: np.ndarray, docs: pd.Index):
-    """Row order of trec_eval: by query, score descending, ties by doc id descending."""
-    in_order = len(qidx) < 2 or bool(
-        np.all((qidx[1:] > qidx[:-1]) | ((qidx[1:] == qidx[:-1]) & (score[1:] <= score[:-1])))
-    )
+    """Row order of trec_eval: grouped by query, score descending, ties by doc id descending.
+
+    Queries stay in the order they come in (contiguity is all the kernels need). Only rows that
+    tie with a neighbour on score are looked at by doc id, so the string comparison touches few.
+    """
+    in_order = _grouped_in_order(qidx, score)
     order = np.arange(len(qidx)) if in_order else np.lexsort((-score, qidx))
     q, s = qidx[order], score[order]
-    if not np.any((q[1:] == q[:-1]) & (s[1:] == s[:-1])):
+    tied_next = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
+    if not np.any(tied_next):
         return order
-    doc_rank = _doc_id_rank(docs)[doc_codes]
-    return np.lexsort((-doc_rank, -score, qidx))
+    tied = np.zeros(len(order), dtype=bool)
+    tied[:-1] |= tied_next
+    tied[1:] |= tied_next
+    rows = np.flatnonzero(tied)
+    block = np.cumsum(np.r_[True, ~tied_next])[rows]  # one id per run of equal (query, score)
+    names = docs.to_numpy(dtype=object)[doc_codes[order[rows]]].astype(str)
+    # descending byte order: sort ascending by the negated rank of each name among the tied ones
+    name_rank = np.unique(names, return_inverse=True)[1]
+    within = np.lexsort((-name_rank, block))
+    order[rows] = order[rows][within]
+    return order
 
 
 def rank_and_judge(
@@ -87,8 +132,8 @@ def rank_and_judge(
     r_query = run.frame["query_id"].cat
     q_codes = q_query.codes.to_numpy()
     r_codes = r_query.codes.to_numpy()
-    judged = pd.Index(q_query.categories[_used(q_codes, len(q_query.categories))].astype(str))
-    retrieved = pd.Index(r_query.categories[_used(r_codes, len(r_query.categories))].astype(str))
+    judged = _names(q_query.categories)[_used(q_codes, len(q_query.categories))]
+    retrieved = _names(r_query.categories)[_used(r_codes, len(r_query.categories))]
     if not complete and len(judged.intersection(retrieved)) == 0 and len(run) > 0:
         raise DataError(
             run.source,
@@ -96,39 +141,27 @@ def rank_and_judge(
             "check that the run and the qrels belong to the same collection",
         )
     evaluated = judged if complete else judged.intersection(retrieved)
-    evaluated = pd.Index(np.sort(evaluated.to_numpy(dtype=object)).astype(str))
+    evaluated = pd.Index(np.sort(evaluated.to_numpy(dtype=object)), dtype=object)
 
-    run_qidx = evaluated.get_indexer(r_query.categories.astype(str))[r_codes]
+    run_qidx = evaluated.get_indexer(_names(r_query.categories))[r_codes].astype(np.int64)
+    doc_codes = run.frame["doc_id"].cat.codes.to_numpy().astype(np.int64)
+    score = run.frame["score"].to_numpy()
     keep = run_qidx >= 0
-    run_qidx = run_qidx[keep].astype(np.int64)
-    doc_codes = run.frame["doc_id"].cat.codes.to_numpy()[keep].astype(np.int64)
-    docs = pd.Index(run.frame["doc_id"].cat.categories.astype(str))
-    score = run.frame["score"].to_numpy()[keep]
+    if not keep.all():  # rows of queries without judgements play no part
+        run_qidx, doc_codes, score = run_qidx[keep], doc_codes[keep], score[keep]
+    docs = _names(run.frame["doc_id"].cat.categories)
 
-    order = np.argsort(run_qidx, kind="stable") if run.ordered else None
-    if order is None:
+    if run.ordered:
+        contiguous = _grouped_in_order(run_qidx, np.zeros(len(run_qidx)))
+        order = np.arange(len(run_qidx)) if contiguous else np.argsort(run_qidx, kind="stable")
+    else:
         order = _trec_order(run_qidx, score, doc_codes, docs)
-    run_qidx, doc_codes = run_qidx[order], doc_codes[order]
+    if not np.array_equal(order, np.arange(len(order))):
+        run_qidx, doc_codes = run_qidx[order], doc_codes[order]
 
-    qrels_qidx = evaluated.get_indexer(q_query.categories.astype(str))[q_codes].astype(np.int64)
-    q_doc_cat = qrels.frame["doc_id"].cat
-    qrels_doc = docs.get_indexer(q_doc_cat.categories.astype(str))[q_doc_cat.codes.to_numpy()]
+    qrels_qidx = evaluated.get_indexer(_names(q_query.categories))[q_codes].astype(np.int64)
     grades = qrels.frame["grade"].to_numpy(dtype=np.int64)
-
-    n_docs = max(len(docs), 1)
-    linked = (qrels_qidx >= 0) & (qrels_doc >= 0)
-    keys = qrels_qidx[linked] * n_docs + qrels_doc[linked]
-    key_order = np.argsort(keys)
-    keys, key_grades = keys[key_order], grades[linked][key_order]
-    run_keys = run_qidx * n_docs + doc_codes
-    at = np.searchsorted(keys, run_keys)
-    at_clipped = np.minimum(at, max(len(keys) - 1, 0))
-    found = (
-        (at < len(keys)) & (keys[at_clipped] == run_keys)
-        if len(keys)
-        else np.zeros(len(run_keys), bool)
-    )
-    grade = np.where(found, key_grades[at_clipped] if len(keys) else 0, 0)
+    grade = _grades_of(run_qidx, doc_codes, docs, qrels, qrels_qidx, grades)
 
     n = len(evaluated)
     counted = qrels_qidx >= 0

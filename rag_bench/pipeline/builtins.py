@@ -8,10 +8,13 @@ from rag_bench.plugins import ComponentSpec, VariantSpec
 
 def components() -> list[ComponentSpec]:
     from rag_bench.evaluation.judges import AnnotatedJudge, LexicalJudge
+    from rag_bench.evaluation.llm_judge import LLMJudge
     from rag_bench.pipeline.chunking import FixedChunker, RecursiveChunker, WholeDocument
     from rag_bench.pipeline.dense import LSAEncoder
     from rag_bench.pipeline.fusion import ReciprocalRankFusion, WeightedScoreFusion
     from rag_bench.pipeline.generate import ExtractiveGenerator, RecordedGenerator
+    from rag_bench.pipeline.neural import CrossEncoderReranker, NLIJudge, SentenceTransformerEncoder
+    from rag_bench.pipeline.openai_components import OpenAIEncoder, OpenAIGenerator
     from rag_bench.pipeline.recorded import RecordedRetriever
     from rag_bench.pipeline.rerank import LearnedReranker, ProximityReranker
     from rag_bench.pipeline.sparse import BM25Retriever
@@ -25,14 +28,20 @@ def components() -> list[ComponentSpec]:
         BM25Retriever,
         RecordedRetriever,
         LSAEncoder,
+        OpenAIEncoder,
+        SentenceTransformerEncoder,
         ReciprocalRankFusion,
         WeightedScoreFusion,
         ProximityReranker,
         LearnedReranker,
+        CrossEncoderReranker,
         ExtractiveGenerator,
         RecordedGenerator,
+        OpenAIGenerator,
         LexicalJudge,
         AnnotatedJudge,
+        LLMJudge,
+        NLIJudge,
     ]
     return [cls.spec for cls in classes]
 

