@@ -172,8 +172,9 @@ def resolve(
     """The variant's slots with every parameter filled in: defaults < variant < ``--set``."""
     reg = reg or registry()
     wanted = {slot: dict(config) for slot, config in {**DEFAULT_SLOTS, **variant.slots}.items()}
-    for text in overrides:
-        slot, param, value = parse_override(text)
+    parsed = [parse_override(text) for text in overrides]
+    # a component switch (slot.name=…) applies first, so the order of --set options is free
+    for slot, param, value in sorted(parsed, key=lambda o: o[1] != "name"):
         if slot not in wanted:
             raise UnknownNameError(f"slot of variant {variant.name!r}", slot, list(wanted))
         if param == "name":
