@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rag_bench.errors import DataError
+from rag_bench.textfile import text_lines
 
 
 def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict]]:
@@ -19,38 +20,24 @@ def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict]]:
         raise DataError(
             path, f"missing {what} file", f"create {path.name} (one JSON object per line)"
         )
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if number == 1:
-                raw = raw.removeprefix(b"\xef\xbb\xbf")
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(
-                    path,
-                    f"bytes that are not UTF-8 ({exc.reason})",
-                    "save the file as UTF-8",
-                    number,
-                ) from None
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    path,
-                    f"not valid JSON ({exc.msg} at column {exc.colno})",
-                    "write one complete JSON object per line",
-                    number,
-                ) from None
-            if not isinstance(value, dict):
-                raise DataError(
-                    path,
-                    f"a line holds a JSON {type(value).__name__}, not an object",
-                    "write one JSON object per line",
-                    number,
-                )
-            yield number, value
+    for number, line in text_lines(path):
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                path,
+                f"not valid JSON ({exc.msg} at column {exc.colno})",
+                "write one complete JSON object per line",
+                number,
+            ) from None
+        if not isinstance(value, dict):
+            raise DataError(
+                path,
+                f"a line holds a JSON {type(value).__name__}, not an object",
+                "write one JSON object per line",
+                number,
+            )
+        yield number, value
 
 
 def field(

@@ -8,7 +8,7 @@ path is also what accepts irregular whitespace (several spaces, mixed tabs), as 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import isfinite
 from pathlib import Path
@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.errors import DataError
+from rag_bench.textfile import text_lines
 
 ID = "id"  # a string identifier, kept as a pandas Categorical
 SCORE = "score"  # a finite float
@@ -144,25 +145,6 @@ def _valid(frame: pd.DataFrame, fmt: RecordFormat) -> bool:
     return True
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield (line number, decoded line) for the non-blank lines, with a located decode error."""
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if number == 1:
-                raw = raw.removeprefix(b"\xef\xbb\xbf")
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(
-                    path,
-                    f"bytes that are not UTF-8 ({exc.reason})",
-                    "save the file as UTF-8",
-                    number,
-                ) from None
-            if line.strip():
-                yield number, line
-
-
 def _convert(value: str, kind: str) -> object:
     if kind == SCORE:
         number = float(value)
@@ -186,7 +168,7 @@ _KIND_HINT = {
 def _read_slow(path: Path, fmt: RecordFormat) -> pd.DataFrame:
     columns: dict[str, list] = {f.name: [] for f in fmt.fields}
     seen: dict[tuple, int] = {}
-    lines = _lines(path)
+    lines = text_lines(path)
     if fmt.header:
         next(lines, None)
     for number, line in lines:
