@@ -125,8 +125,15 @@ def _progress(label: str):
 @click.option(
     "--variant",
     "variants",
-    required=True,
+    default=None,
     help="Variant name(s), comma-separated, or 'all'. See `rag-bench variants`.",
+)
+@click.option(
+    "--resume",
+    default=None,
+    metavar="RUN_ID",
+    help="Finish an interrupted run from its checkpoint (id or unique prefix); options left "
+    "out are taken from the run, options given must match it.",
 )
 @click.option(
     "--dataset",
@@ -159,39 +166,95 @@ def _progress(label: str):
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
 @format_option(("table", "json", "csv", "markdown"))
 def run_command(
-    variants, dataset, runs_dir, ks, depth, overrides, judge, tag, sample, seed, split, fmt
+    variants, resume, dataset, runs_dir, ks, depth, overrides, judge, tag, sample, seed, split, fmt
 ):
-    """Run pipeline variants over a dataset and store every query's trace."""
-    from rag_bench.dataset import load_dataset
-    from rag_bench.plugins import registry
-    from rag_bench.runner import SHIPPED_DATASET, Selection, run_variant
+    """Run pipeline variants over a dataset and store every query's trace.
+
+    Ctrl-C (or kill) stores nothing: the queries answered so far stay checkpointed, and
+    `--resume RUN_ID` finishes the run from there.
+    """
+    results, signals = [], []
+    try:
+        from rag_bench.runner import interruptible
+
+        with interruptible(signals):
+            _run_or_resume(click.get_current_context(), results)
+    except KeyboardInterrupt as error:
+        from rag_bench.runner import interrupted_status, interruption_message
+
+        click.echo(interruption_message(error, results), err=True)
+        raise SystemExit(interrupted_status(signals)) from None
     from rag_bench.views import run_summary
 
+    click.echo(run_summary(results, fmt))
+
+
+RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tag", "sample", "seed", "split")
+
+
+def _run_or_resume(ctx: click.Context, results: list) -> None:
+    """The work of `rag-bench run`; each stored run is appended to ``results`` at once."""
+    from rag_bench.dataset import load_dataset
+    from rag_bench.plugins import registry
+    from rag_bench.runner import SHIPPED_DATASET, Selection, resume_run, run_variant
+
+    p = ctx.params
+    variants, overrides = p["variants"], p["overrides"]
+    if p["judge"]:
+        overrides = (*overrides, f"judge.name={p['judge']}")
+    if p["resume"]:
+        # options left out come from the interrupted run; the ones given must match it
+        given = {
+            name
+            for name in RESUME_CHECKED
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+        }
+        if variants and (variants.strip() == "all" or len(_split(variants)) > 1):
+            raise UserMistake(UsageError("--resume finishes one run", "give one --variant or none"))
+        selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
+        result = resume_run(
+            p["resume"],
+            runs_dir=p["runs_dir"],
+            variant=variants.strip() if variants else None,
+            dataset=p["dataset"],
+            split=p["split"] if "split" in given else None,
+            overrides=overrides if given & {"overrides", "judge"} else None,
+            ks=_cutoffs(p["ks"]) if "ks" in given else None,
+            depth=p["depth"] if "depth" in given else None,
+            selection=selection if given & {"tag", "sample", "seed"} else None,
+            progress=_progress("resume"),
+        )
+        click.echo(
+            f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
+        )
+        results.append(result)
+        return
+    if not variants:
+        raise UserMistake(
+            UsageError("no --variant given", "e.g. --variant baseline, or --resume RUN_ID")
+        )
     names = list(registry().variants) if variants.strip() == "all" else _split(variants)
     for name in names:
         registry().variant(name)  # fail on a misspelt name before any work
-    data = load_dataset(dataset or SHIPPED_DATASET, split=split)
+    data = load_dataset(p["dataset"] or SHIPPED_DATASET, split=p["split"])
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
-    selection = Selection(tag=tag, sample=sample, seed=seed)
-    overrides = (*overrides, f"judge.name={judge}") if judge else overrides
-    results = []
+    selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
     for name in names:
         result = run_variant(
             name,
             data,
             overrides=overrides,
-            ks=_cutoffs(ks),
-            depth=depth,
+            ks=_cutoffs(p["ks"]),
+            depth=p["depth"],
             selection=selection,
-            runs_dir=runs_dir,
+            runs_dir=p["runs_dir"],
             progress=_progress(name),
         )
         click.echo(
             f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
         )
         results.append(result)
-    click.echo(run_summary(results, fmt))
 
 
 @cli.command("variants")
@@ -449,6 +512,60 @@ def sql_command(query, schema, allow_files, runs_dir, fmt):
     if not query:
         raise UserMistake(UsageError("no query given", 'e.g. rag-bench sql "SELECT * FROM runs"'))
     click.echo(render(store.sql(query, allow_files=allow_files), fmt))
+
+
+@cli.command("report")
+@click.argument("runs", nargs=-1, required=True)
+@click.option(
+    "--slice",
+    "slice_by",
+    default="category",
+    show_default=True,
+    type=click.Choice(["category", "tag", "failure_class", "none"]),
+    help="Group queries by (plus the overall slice 'all').",
+)
+@click.option(
+    "--metric",
+    default="ndcg@10",
+    show_default=True,
+    help="Metric of the per-query scatter and of the worst-queries list.",
+)
+@click.option("--metrics", default=None, help="Comma-separated metrics of the means section.")
+@click.option("--top", type=int, default=10, show_default=True, help="Worst queries listed.")
+@click.option(
+    "--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples."
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--allow-mismatch", is_flag=True, help="Report runs made on different datasets.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default="report.html",
+    show_default=True,
+    help="Where to write the HTML file.",
+)
+@runs_dir_option()
+def report_command(
+    runs, slice_by, metric, metrics, top, resamples, seed, allow_mismatch, output, runs_dir
+):
+    """Write one self-contained HTML report of runs; the first is the baseline, the last the
+    candidate."""
+    from rag_bench.report import report
+
+    report(
+        open_store(runs_dir),
+        runs,
+        slice_by=None if slice_by == "none" else slice_by,
+        metric=metric,
+        metrics=_split(metrics) if metrics else None,
+        top=top,
+        resamples=resamples,
+        seed=seed,
+        allow_mismatch=allow_mismatch,
+        output=output,
+    )
+    click.echo(f"wrote {output}", err=True)
 
 
 def open_store(runs_dir: str | None, warn: bool = False):

@@ -185,13 +185,18 @@ def test_judge_agreement_cli(rag_bench):
     assert "cohen_kappa" in table and "gold unsupported, judged unsupported" in table
 
 
-def test_judge_agreement_json_with_undefined_statistics(rag_bench):
-    # the lexical judge calls every seed-example claim supported, so precision on
-    # "unsupported" has no denominator: it must print as null, not crash
+def test_judge_agreement_json_with_undefined_statistics(rag_bench, tmp_path):
+    # without the seed's fabricated claim ("Any order can be returned."), the lexical judge
+    # calls every claim supported, so precision on "unsupported" has no denominator: it must
+    # print as null, not crash
+    import shutil
 
-    out = rag_bench(
-        "judge-agreement", "--dataset", ROOT / "data" / "seed-example", "--format", "json"
-    )
+    data = shutil.copytree(ROOT / "data" / "seed-example", tmp_path / "seed")
+    answers = [json.loads(line) for line in (data / "answers.jsonl").read_text().splitlines()]
+    answers[0]["claims"] = answers[0]["claims"][:2]
+    answers[0]["answer"] = "Items can be returned within 7 days [d1]. Fresh food is excluded [d2]."
+    (data / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    out = rag_bench("judge-agreement", "--dataset", data, "--format", "json")
     assert out.exit_code == 0, out.stderr
     report = json.loads(out.stdout)
-    assert report["n_claims"] == 4 and report["precision_unsupported"] is None
+    assert report["n_claims"] == 3 and report["precision_unsupported"] is None

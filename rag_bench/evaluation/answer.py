@@ -16,8 +16,10 @@ from rag_bench.dataset import Query
 from rag_bench.evaluation.claims import SplitClaim, strip_markers
 from rag_bench.evaluation.judges import Verdict
 from rag_bench.pipeline.chunking import Chunk
+from rag_bench.text import HAN, fold_width, has_han
 
 ARTICLES = {"a", "an", "the"}
+HAN_OR_OTHER = re.compile(f"[{HAN}]|[^{HAN}]+")
 ANSWER_METRICS = (
     "faithfulness",
     "citation_precision",
@@ -39,8 +41,13 @@ def answer_metric_names(ks: Sequence[int]) -> list[str]:
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased words without punctuation and articles (the SQuAD normalisation)."""
-    return [w for w in re.sub(r"[^\w\s]", " ", text.lower()).split() if w not in ARTICLES]
+    """Lower-cased words without punctuation and articles (the SQuAD normalisation); full-width
+    letters and digits folded, and every Han character a word of its own (Chinese has no
+    spaces: character-level, as in the CMRC evaluation)."""
+    out: list[str] = []
+    for word in re.sub(r"[^\w\s]", " ", fold_width(text).lower()).split():
+        out.extend(HAN_OR_OTHER.findall(word) if has_han(word) else (word,))
+    return [w for w in out if w not in ARTICLES]
 
 
 def contains(haystack: str, needle: str) -> bool:

@@ -1,7 +1,9 @@
 """Splitting an answer into claims, and recognising refusals.
 
 A claim is a sentence of the answer; the citation markers that follow a sentence (``[d1]``,
-``[d1][d2]``, ``[d1, d2]``, ``【d1】``) belong to it and are removed from its text.
+``[d1][d2]``, ``[d1, d2]``, and in Chinese text ``【d1】``, ``【d1，d2】``, ``［d1］``) belong to it
+and are removed from its text. Chinese sentences end at 。！？； (full- or half-width), an
+ellipsis, and the closing quotes after them (see ``rag_bench.text.split_sentences``).
 """
 
 from __future__ import annotations
@@ -11,15 +13,20 @@ from dataclasses import dataclass
 
 from rag_bench.text import split_sentences
 
-MARKER = re.compile(r"\s*(?:\[([^\[\]]+)\]|【([^【】]+)】)")
-CLAIM_END = re.compile(r"[\]】][.!?。！？]")
-LEADING_MARKERS = re.compile(r"^(?:\s*(?:\[[^\[\]]+\]|【[^【】]+】))+")
+MARKER = re.compile(r"\s*(?:\[([^\[\]]+)\]|【([^【】]+)】|［([^［］]+)］)")
+CLAIM_END = re.compile(r"[\]】］][.!?。．！？；…]+[”’」』）)]*")
+LEADING_MARKERS = re.compile(r"^(?:\s*(?:\[[^\[\]]+\]|【[^【】]+】|［[^［］]+］))+")
 REFUSAL = re.compile(
     r"^\W*(i\s+(do\s*n[o']t|don’t|cannot|can\s*not|can[’']t)\s+(know|answer|tell|say|find)"
     r"|the\s+(provided\s+|retrieved\s+|available\s+)?(documents?|context|sources?)\s+(do\s*n[o']t|does\s*n[o']t|doesn’t|don’t)\s+(say|answer|mention|contain|cover|state)"
     r"|there\s+is\s+(not\s+enough|no|insufficient)\s+information"
     r"|(the\s+)?(answer|information)\s+is\s+not\s+(in|available)"
-    r"|(我)?(无法|不能)(回答|确定)|我?不知道|没有(足够的)?(信息|资料|依据))",
+    r"|(很|非常)?(抱歉|对不起)[，,]?\s*(我)?(无法|不能|没法|没有办法)"
+    r"|(我)?(无法|不能|没法)(回答|确定|判断|从)|我?不(知道|清楚|确定)"
+    r"|(根据|依据)?(所|您)?(提供|检索到|现有|给定|已有|上述|以上)的?(资料|文档|文件|信息|上下文|内容)"
+    r"中?[，,]?\s*(我)?(没有|未|并未|不足|无法|不能|不包含|没)"
+    r"|(资料|信息|证据|依据)不足|(资料|文档|上下文)(里|中)?(没有|未|并未|不包含)|文件(里|中)(没有|未)"
+    r"|没有(足够的?|相关的?)?(信息|资料|依据|证据|内容))",
     re.IGNORECASE,
 )
 
@@ -41,8 +48,8 @@ def is_refusal(answer: str) -> bool:
 
 
 def _ids(match: re.Match) -> list[str]:
-    body = match.group(1) or match.group(2)
-    return [part.strip() for part in re.split(r"[,，;；]", body) if part.strip()]
+    body = match.group(1) or match.group(2) or match.group(3)
+    return [part.strip() for part in re.split(r"[,，;；、]", body) if part.strip()]
 
 
 def _sentences(answer: str) -> list[str]:

@@ -18,10 +18,12 @@ def components() -> list[ComponentSpec]:
     from rag_bench.pipeline.recorded import RecordedRetriever
     from rag_bench.pipeline.rerank import LearnedReranker, ProximityReranker
     from rag_bench.pipeline.sparse import BM25Retriever
-    from rag_bench.text import EnglishAnalyzer
+    from rag_bench.text import AutoAnalyzer, ChineseAnalyzer, EnglishAnalyzer
 
     classes = [
         EnglishAnalyzer,
+        ChineseAnalyzer,
+        AutoAnalyzer,
         FixedChunker,
         RecursiveChunker,
         WholeDocument,

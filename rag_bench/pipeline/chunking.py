@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from rag_bench.dataset import Doc, with_title
 from rag_bench.errors import UsageError
 from rag_bench.plugins import component
-from rag_bench.text import split_sentences
+from rag_bench.text import HAN, split_sentences
 
-WORD = re.compile(r"\S+")
+# What a window counts: a run of non-space characters, except that every Han character is a
+# word of its own (with the punctuation that follows it), since Chinese has no spaces. English
+# text is counted exactly as before: whitespace-separated words.
+WORD = re.compile(f"[{HAN}][^\\w\\s]*|[^\\s{HAN}]+")
 PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 
@@ -71,7 +74,7 @@ def _check_window(size: int, overlap: int) -> None:
 @component(
     "chunker",
     "fixed",
-    description="windows of `size` words overlapping by `overlap`",
+    description="windows of `size` words (a Han character counts as one) overlapping by `overlap`",
     size=128,
     overlap=32,
 )

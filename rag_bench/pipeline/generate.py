@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -9,9 +10,13 @@ from rag_bench.dataset import Dataset, Query
 from rag_bench.pipeline.chunking import Chunk
 from rag_bench.pipeline.termstats import TermWeights
 from rag_bench.plugins import component
-from rag_bench.text import split_sentences
+from rag_bench.text import HAN, has_han, is_chinese, split_sentences
 
 REFUSAL_TEXT = "I don't know: the retrieved documents do not answer this question."
+REFUSAL_TEXT_ZH = "无法回答：检索到的资料不足以回答这个问题。"
+# A sentence's final punctuation and the closing quotes after it: the marker goes before it.
+FINAL = re.compile(r"[.!?。．！？；…]+[”’」』）)]*$")
+CJK_FINAL = re.compile(r"[。．！？；…]+[”’」』）)]*$")
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,10 @@ class ExtractiveGenerator:
     Each step takes the sentence adding the most not-yet-covered query weight (ties go to the
     higher-ranked chunk); it refuses when the chosen sentences cover less than ``min_coverage``
     of the query's weight, i.e. when the evidence is too weak.
+
+    Chinese works through a Chinese analyzer (``zh`` or ``auto``): sentences end at 。！？ etc.,
+    a Chinese sentence cites as ``签收7天内可退货【d1】。``, sentences are joined without spaces,
+    and a mainly Chinese query is refused in Chinese (``REFUSAL_TEXT_ZH``).
     """
 
     def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.5):
@@ -60,7 +69,7 @@ class ExtractiveGenerator:
         out = []
         for rank, chunk in enumerate(context[: self.context_k]):
             for start, end in split_sentences(chunk.text):
-                text = " ".join(chunk.text[start:end].split())
+                text = _squash(chunk.text[start:end])
                 terms = frozenset(self.analyzer.terms(text))
                 if terms:
                     out.append(_Candidate(text, chunk.doc_id, terms, rank))
@@ -84,15 +93,33 @@ class ExtractiveGenerator:
             covered |= best.terms & wanted
         coverage = self.weights.total(covered) / total if total else 0.0
         if not chosen or coverage < self.min_coverage:
-            return Generation(REFUSAL_TEXT, refused=True)
+            refusal = REFUSAL_TEXT_ZH if is_chinese(query.text) else REFUSAL_TEXT
+            return Generation(refusal, refused=True)
         chosen.sort(key=lambda c: c.rank)
-        answer = " ".join(_cite(c.text, c.doc_id) for c in chosen)
+        answer = ""
+        for cand in chosen:
+            cited = _cite(cand.text, cand.doc_id)
+            glue = "" if not answer or CJK_FINAL.search(answer) else " "
+            answer += glue + cited
         return Generation(answer, refused=False)
 
 
+def _squash(text: str) -> str:
+    """Whitespace collapsed to single spaces, and removed between Han characters (a line break
+    inside a Chinese sentence is no word break)."""
+    text = " ".join(text.split())
+    return re.sub(f"(?<=[{HAN}]) (?=[{HAN}])", "", text)
+
+
 def _cite(sentence: str, doc_id: str) -> str:
-    """Put the marker before the sentence's final punctuation: ``Text [d1].``"""
+    """Put the marker before the sentence's final punctuation: ``Text [d1].``, and in a Chinese
+    sentence ``文本【d1】。`` (before the closing quotes too: ``他说：“可以【d1】。”``)."""
     stripped = sentence.rstrip()
+    final = FINAL.search(stripped)
+    if has_han(stripped):
+        if final is None:
+            return f"{stripped}【{doc_id}】。"
+        return f"{stripped[: final.start()]}【{doc_id}】{final.group()}"
     if stripped and stripped[-1] in ".!?。！？":
         return f"{stripped[:-1]} [{doc_id}]{stripped[-1]}"
     return f"{stripped} [{doc_id}]."

@@ -1,0 +1,291 @@
+"""Interrupting a real `rag-bench run` process: Ctrl-C (SIGINT), `kill` (SIGTERM) and `kill -9`
+while indexing, answering and writing leave no visible partial run, print one line, and the
+checkpoint lets `rag-bench run --resume` finish the run with the traces of an uninterrupted one.
+
+The run is stopped at a known point with the testing aid ``RAG_BENCH_TEST_PAUSE`` (see
+``rag_bench/store.py``), which makes the process announce the stage on stderr and sleep there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import SHIPPED
+from rag_bench.runner import Selection, run_variant
+from rag_bench.store import PAUSE_ENV, TABLES
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
+]
+
+SMOKE = Selection(tag="smoke")
+EXECUTABLE = Path(sys.executable).with_name("rag-bench")
+COMMAND = [str(EXECUTABLE)] if EXECUTABLE.exists() else [sys.executable, "-m", "rag_bench.cli"]
+VOLATILE = {"run_id"}  # besides the latency columns
+
+
+# --- helpers shared with the other robustness tests ---------------------------------------------
+
+
+class Process:
+    """A `rag-bench` subprocess whose stderr is read line by line as it comes."""
+
+    def __init__(self, args, *, cache: Path, pause: str | None = None, env: dict | None = None):
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("RAG_BENCH_")}
+        environment["RAG_BENCH_CACHE_DIR"] = str(cache)
+        environment["PYTHONWARNINGS"] = "ignore"
+        if pause:
+            environment[PAUSE_ENV] = f"{pause}:60"
+        environment.update(env or {})
+        self.proc = subprocess.Popen(
+            [*COMMAND, *map(str, args)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr: list[str] = []
+        self.stdout = ""
+        self._readers = [
+            threading.Thread(target=self._read_err, daemon=True),
+            threading.Thread(target=self._read_out, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read_err(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _read_out(self):
+        self.stdout = self.proc.stdout.read()
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                self.proc.kill()
+                raise AssertionError(f"no {text!r} within {timeout}s: {self.stderr}") from None
+            if line is None:
+                raise AssertionError(f"ended before {text!r}: {''.join(self.stderr)}")
+            if text in line:
+                return
+
+    def signal(self, signum: int) -> None:
+        self.proc.send_signal(signum)
+
+    def finish(self, timeout: float = 60) -> int:
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        for reader in self._readers:
+            reader.join(5)
+        return code
+
+    def messages(self) -> list[str]:
+        """stderr without the pause announcements."""
+        return [ln.rstrip("\n") for ln in self.stderr if not ln.startswith("rag-bench: paused")]
+
+
+def visible(runs: Path) -> list[str]:
+    return (
+        sorted(p.name for p in runs.iterdir() if not p.name.startswith("."))
+        if runs.exists()
+        else []
+    )
+
+
+def hidden(runs: Path) -> list[str]:
+    return sorted(p.name for p in runs.iterdir() if p.name.startswith(".")) if runs.exists() else []
+
+
+def comparable(folder: Path) -> dict[str, pd.DataFrame]:
+    """A stored run's tables without what legitimately differs between two runs (id, latency)."""
+    out = {}
+    for table in TABLES:
+        frame = pd.read_parquet(folder / f"{table}.parquet")
+        drop = [c for c in frame.columns if c in VOLATILE or c.startswith("latency_ms")]
+        out[table] = frame.drop(columns=drop).reset_index(drop=True)
+    return out
+
+
+def assert_same_traces(a: Path, b: Path) -> None:
+    left, right = comparable(a), comparable(b)
+    for table in TABLES:
+        pd.testing.assert_frame_equal(left[table], right[table], check_exact=True, obj=table)
+
+
+def age(runs: Path, seconds: float = 600) -> None:
+    """Make every hidden leftover look old (stale leftovers are removed only after a minute)."""
+    past = time.time() - seconds
+    for path in runs.iterdir():
+        if path.name.startswith("."):
+            os.utime(path, (past, past))
+
+
+# --- fixtures ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory, cache):
+    """An uninterrupted baseline run on the smoke queries, the reference for every resume."""
+    runs = tmp_path_factory.mktemp("clean")
+    return run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache).path
+
+
+def start(runs: Path, cache: Path, pause: str) -> Process:
+    process = Process(
+        ["run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", runs, "--format", "csv"],
+        cache=cache,
+        pause=pause,
+    )
+    process.wait_for(f"paused at {pause}")
+    return process
+
+
+def resume_in_process(rag_bench, runs: Path, ref: str):
+    out = rag_bench("run", "--resume", ref, "--runs-dir", runs, "--format", "csv")
+    assert out.exit_code == 0, out.stderr
+    return out
+
+
+# --- Ctrl-C and kill ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stage", "signum", "status"),
+    [
+        ("index", signal.SIGINT, 130),
+        ("answer", signal.SIGINT, 130),
+        ("write", signal.SIGINT, 130),
+        ("answer", signal.SIGTERM, 143),
+    ],
+)
+def test_an_interrupted_run_stores_nothing_visible_and_says_so_in_one_line(
+    tmp_path, cache, clean, rag_bench, stage, signum, status
+):
+    runs = tmp_path / "runs"
+    process = start(runs, cache, stage)
+    process.signal(signum)
+    assert process.finish() == status
+    messages = process.messages()
+    assert len(messages) == 1, messages
+    assert "Traceback" not in "".join(process.stderr) and process.stdout == ""
+    assert visible(runs) == []
+    leftovers = hidden(runs)
+    assert not [n for n in leftovers if n.endswith(".lock") or n.startswith(".tmp-")], leftovers
+    if stage == "index":
+        assert messages == ["interrupted; nothing stored"]
+        assert leftovers == []
+        return
+    # answering and writing: every smoke query was answered (one block) and is checkpointed
+    [partial] = leftovers
+    run_id = partial.removeprefix(".partial-")
+    assert messages[0] == (
+        f"interrupted; run {run_id} not stored, 30 of 30 queries checkpointed; "
+        f"resume with: rag-bench run --resume {run_id} --runs-dir {runs}"
+    )
+    listing = rag_bench("runs", "--runs-dir", runs, "--format", "json")
+    assert listing.exit_code == 0 and json.loads(listing.stdout) == [] and listing.stderr == ""
+    resumed = resume_in_process(rag_bench, runs, run_id)
+    assert f"stored run {run_id}" in resumed.stderr
+    assert visible(runs) == [run_id] and hidden(runs) == []
+    assert_same_traces(runs / run_id, clean)
+    manifest = json.loads((runs / run_id / "manifest.json").read_text())
+    assert manifest["resumed"]["queries_from_checkpoint"] == 30
+
+
+@pytest.mark.parametrize("stage", ["index", "answer", "write"])
+def test_kill_9_leaves_only_hidden_leftovers_that_disturb_nothing(
+    tmp_path, cache, clean, rag_bench, stage
+):
+    runs = tmp_path / "runs"
+    process = start(runs, cache, stage)
+    process.signal(signal.SIGKILL)
+    assert process.finish() == -signal.SIGKILL
+    assert visible(runs) == []
+    leftovers = hidden(runs)
+    expected = {"index": 1, "answer": 2, "write": 3}[stage]  # lock, + checkpoint, + staging
+    assert len(leftovers) == expected, leftovers
+    run_id = next(n for n in leftovers if n.endswith(".lock"))[1 : -len(".lock")]
+
+    # listing and querying ignore the leftovers
+    listing = rag_bench("runs", "--runs-dir", runs, "--format", "json")
+    assert listing.exit_code == 0 and json.loads(listing.stdout) == [] and listing.stderr == ""
+    sql = rag_bench(
+        "sql", "SELECT count(*) AS n FROM metrics", "--runs-dir", runs, "--format", "csv"
+    )
+    assert sql.exit_code == 0 and sql.stdout.split() == ["n", "0"]
+
+    if stage == "index":
+        refused = rag_bench("run", "--resume", run_id, "--runs-dir", runs)
+        assert refused.exit_code == 2 and "no interrupted run" in refused.stderr
+    else:
+        # the dead process's lock is taken over; the checkpoint (and, after writing, the staging
+        # folder) finish the run with the traces of an uninterrupted one
+        resume_in_process(rag_bench, runs, run_id[:-2])
+        assert_same_traces(runs / run_id, clean)
+        assert visible(runs) == [run_id]
+
+    # the next run removes whatever the killed process left behind
+    age(runs)
+    after = run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
+    assert hidden(runs) == []
+    assert set(visible(runs)) == {after.run_id} | ({run_id} if stage != "index" else set())
+
+
+def test_a_checkpoint_with_answers_survives_the_cleaning_until_resumed(
+    tmp_path, cache, clean, rag_bench
+):
+    runs = tmp_path / "runs"
+    process = start(runs, cache, "answer")
+    process.signal(signal.SIGKILL)
+    process.finish()
+    age(runs)
+    run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
+    [partial] = hidden(runs)  # the stale lock went, the resumable checkpoint stayed
+    assert partial.startswith(".partial-")
+    run_id = partial.removeprefix(".partial-")
+    resume_in_process(rag_bench, runs, run_id)
+    assert_same_traces(runs / run_id, clean)
+    assert hidden(runs) == []
+
+
+def test_two_runs_at_once_on_one_runs_folder_and_a_cold_cache(tmp_path):
+    runs, cache = tmp_path / "runs", tmp_path / "cold-cache"
+    args = ["run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", runs, "--format", "csv"]
+    first, second = Process(args, cache=cache), Process(args, cache=cache)
+    assert first.finish() == 0, first.stderr
+    assert second.finish() == 0, second.stderr
+    ids = visible(runs)
+    assert len(ids) == 2 and ids[0] != ids[1]
+    assert hidden(runs) == []
+    assert_same_traces(runs / ids[0], runs / ids[1])
+    # both built the same index entries; each entry is stored once and whole
+    entries = sorted(p.name for p in cache.iterdir())
+    assert [e.split("-")[0] for e in entries] == ["bm25"], entries
+    assert all((cache / e / ".complete").exists() for e in entries)
