@@ -68,9 +68,7 @@ class Store:
     def get(self, ref: str) -> StoredRun:
         """A run by full id, unique prefix, ``latest`` or ``latest:<variant>``."""
         if ref in self.broken:
-            raise RagBenchError(
-                f"run {ref} is unreadable: {self.broken[ref]}", "remove it with `rag-bench rm`"
-            )
+            raise self.broken[ref]
         if not self.runs:
             raise RagBenchError(
                 f"no runs in {self.root}",
@@ -95,6 +93,18 @@ class Store:
             )
         names = ", ".join(r.run_id for r in matching[:10])
         raise RagBenchError(f"run id prefix {ref!r} is ambiguous: {names}", "give more of the id")
+
+    def folder(self, ref: str) -> Path:
+        """The folder of a run, readable or not (``rm`` must be able to remove a broken run)."""
+        broken = [name for name in self.broken if name == ref] or [
+            name for name in self.broken if name.startswith(ref)
+        ]
+        try:
+            return self.get(ref).path
+        except RagBenchError:
+            if len(broken) == 1:
+                return self.root / broken[0]
+            raise
 
     def runs_frame(self) -> pd.DataFrame:
         rows = []

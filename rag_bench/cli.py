@@ -370,15 +370,15 @@ def rm_command(runs, yes, runs_dir):
     from rag_bench.store import remove_run
 
     store = open_store(runs_dir)
-    chosen = [store.get(ref) for ref in runs]
-    names = ", ".join(r.run_id for r in chosen)
+    chosen = list(dict.fromkeys(store.folder(ref) for ref in runs))
+    names = ", ".join(folder.name for folder in chosen)
     if not yes and not click.confirm(
         f"Delete {len(chosen)} run(s): {names}?", default=False, err=True
     ):
         raise click.Abort()
-    for run in chosen:
-        remove_run(run.path)
-        click.echo(f"deleted {run.run_id}", err=True)
+    for folder in chosen:
+        remove_run(folder)
+        click.echo(f"deleted {folder.name}", err=True)
 
 
 @cli.command("compare")

@@ -163,7 +163,7 @@ def parse_override(text: str) -> tuple[str, str, Any]:
 
 
 # Slots every pipeline has; a variant that leaves one out gets the default component.
-DEFAULT_SLOTS = {"analyzer": {"name": "en"}, "judge": {"name": "lexical"}}
+DEFAULT_SLOTS = {"analyzer": {"name": "auto"}, "judge": {"name": "lexical"}}
 
 
 def resolve(

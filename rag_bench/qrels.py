@@ -99,6 +99,8 @@ def _qrels_format(path: Path) -> RecordFormat:
             fields = raw.removeprefix(b"\xef\xbb\xbf").split()
             if not fields:
                 continue
+            if fields[0].lower() in (b"query-id", b"query_id", b"qid"):
+                return BEIR_QRELS  # a header line: BEIR TSV, whatever else the line holds
             if len(fields) == 4:
                 return TREC_QRELS
             if len(fields) == 3:

@@ -11,7 +11,7 @@ FORMATS = ("table", "json", "csv", "markdown")
 
 
 def _cell(value: object, digits: int) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, float):
         return f"{value:.{digits}f}"
@@ -54,7 +54,7 @@ def as_markdown(frame: pd.DataFrame, digits: int = 4) -> str:
 
 
 def _json_value(value: object) -> object:
-    if isinstance(value, float) and math.isnan(value):
+    if value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     if hasattr(value, "item"):  # numpy scalars
         return _json_value(value.item())

@@ -166,13 +166,11 @@ def runs_table(store, variant: str | None = None) -> pd.DataFrame:
     ]
     table = runs[columns].copy()
     broken = pd.DataFrame(
-        [{"run_id": r, "status": f"unreadable: {why}"} for r, why in store.broken.items()]
+        [{"run_id": r, "status": f"unreadable: {why.message}"} for r, why in store.broken.items()]
     )
-    return (
-        pd.concat([table, broken], ignore_index=True)
-        if len(broken)
-        else table.reset_index(drop=True)
-    )
+    if len(broken):
+        table = pd.concat([table, broken], ignore_index=True)
+    return table.reset_index(drop=True).astype({"n_queries": "Int64"})
 
 
 def _slices(metrics: pd.DataFrame, queries: pd.DataFrame, slice_by: str) -> pd.DataFrame:

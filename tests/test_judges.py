@@ -97,3 +97,20 @@ def test_annotated_judge_without_labels_says_what_to_do():
     judge.prepare(data, [], None)
     with pytest.raises(RagBenchError, match="--judge lexical"):
         judge.judge(Query("q9", "x"), [SplitClaim("A claim.", ())], [])
+
+
+def test_a_verbatim_quote_is_supported_even_when_guards_would_misfire(lexical):
+    # a sentence cut mid-table by a chunk boundary: its leading "not" has no clause to scope over
+    passage = Chunk(
+        "d7",
+        "d7",
+        0,
+        0,
+        "Memory error; the system does not start 1 short beep every 5 seconds | "
+        "Fan failure (E-5101).",
+    )
+    v = verdict(
+        lexical, "not start 1 short beep every 5 seconds | Fan failure (E-5101).", [passage]
+    )
+    assert (v.grade, v.supported, v.supported_by) == (2, True, ("d7",))
+    assert "word for word" in v.reason

@@ -92,7 +92,7 @@ def test_qrels_with_extra_columns_name_the_file_and_line(tmp_path, rag_bench):
     qrels.write_text("\n".join([header + "\tnote", *(r + "\tchecked" for r in rows)]) + "\n")
     runs = tmp_path / "runs"
     out = rag_bench("run", "--variant", "baseline", "--dataset", data, "--runs-dir", runs)
-    assert_one_line_error(out, f"{qrels}:1:")
+    assert_one_line_error(out, f"{qrels}:2:", "expected 3 fields in a BEIR qrels line, found 4")
     assert out.exit_code == 3 and not runs.exists()
     trec = tmp_path / "qrels.txt"
     trec.write_text("q1 0 d1 1 extra\n")

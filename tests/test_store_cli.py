@@ -366,3 +366,13 @@ def test_rm_asks_then_deletes(rag_bench, store, tmp_path):
     out = rag_bench("rm", ids["baseline"], ids["baseline_old"], "--yes", "--runs-dir", runs)
     assert out.exit_code == 0
     assert sorted(p.name for p in runs.iterdir()) == [ids["hybrid_rerank"]]
+
+
+def test_a_broken_run_can_be_removed_by_prefix(rag_bench, store, tmp_path):
+    runs, ids = copy_store(store, tmp_path)
+    (runs / ids["baseline"] / "claims.parquet").unlink()
+    shown = rag_bench("show", ids["baseline"], "--runs-dir", runs)
+    assert_one_line_error(shown, "unreadable", "claims.parquet")
+    assert shown.stderr.count("unreadable") == 1
+    out = rag_bench("rm", ids["baseline"][:-2], "--yes", "--runs-dir", runs)
+    assert out.exit_code == 0 and not (runs / ids["baseline"]).exists()

@@ -273,6 +273,8 @@ class LexicalJudge:
         "all" needs a passage that generalises too, and the passage's sentence closest to the
         claim must not negate what the claim asserts (or vice versa).
         """
+        if _quoted(claim, passage):
+            return 2, "the claim quotes the passage word for word"
         wanted = set(self.analyzer.terms(claim))
         if not numbers(claim) <= numbers(passage):
             return 0, "a number of the claim is not in the passage"
@@ -311,6 +313,17 @@ class LexicalJudge:
             )
             verdicts.append(Verdict(best, best >= self.supported_at, by, reason))
         return verdicts
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _quoted(claim: str, passage: str) -> bool:
+    """Whether the claim, without its final punctuation, stands verbatim in the passage
+    (whitespace and case aside): a literal quote needs no further checks."""
+    body = _squeezed(claim).rstrip(".!?。！？；;:：")
+    return len(body) > 0 and body in _squeezed(passage)
 
 
 def _normal(text: str) -> str:

@@ -49,7 +49,7 @@ def components() -> list[ComponentSpec]:
 
 
 BASE = {
-    "analyzer": {"name": "en"},
+    "analyzer": {"name": "auto"},
     "chunker": {"name": "fixed"},
     "retriever": {"name": "bm25"},
     "generator": {"name": "extractive"},
