@@ -113,7 +113,10 @@ def _trec_order(qidx: np.ndarray, score: np.ndarray, doc_codes: np.ndarray, docs
     tied[:-1] |= tied_next
     tied[1:] |= tied_next
     rows = np.flatnonzero(tied)
-    block = np.cumsum(np.r_[True, ~tied_next])[rows]  # one id per run of equal (query, score)
+    # one id per run of equal (query, score), numbered over the tied rows only
+    follows_tie = np.zeros(len(rows), dtype=bool)
+    follows_tie[1:] = tied_next[rows[1:] - 1]
+    block = np.cumsum(~follows_tie)
     names = docs.to_numpy(dtype=object)[doc_codes[order[rows]]].astype(str)
     # descending byte order: sort ascending by the negated rank of each name among the tied ones
     name_rank = np.unique(names, return_inverse=True)[1]

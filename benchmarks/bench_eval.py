@@ -1,0 +1,446 @@
+"""Ranking-metric evaluation of a large TREC run: rag-bench against its peers, side by side.
+
+Each (tool, repetition) runs in its own subprocess, which times its import, the loading of the
+two files and the computation of the means, and reports its own peak RSS (``ru_maxrss``). Every
+tool gets one warm-up run, then ``--repeat`` runs taken round-robin; the table shows medians and
+each tool's total (load + compute, imports excluded) as a ratio to rag-bench's.
+
+ranx compiles with numba and caches the machine code on disk. All children share one
+``NUMBA_CACHE_DIR``, empty at the start: ranx's warm-up run compiles (row "ranx (cold cache)", one
+sample), the measured runs find the cache filled. Row "ranx (1st call)" is a measured run's first
+``evaluate``, row "ranx" a second, warm call in the same process.
+
+    python benchmarks/bench_eval.py --quick
+    python benchmarks/bench_eval.py --repeat 5 --tools rag-bench,pytrec_eval
+
+To profile one tool's phases: ``python -m pyinstrument benchmarks/bench_eval.py --child rag-bench
+--qrels Q --run R``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+METRICS = ("precision@10", "recall@100", "mrr", "ndcg@10", "map")
+TOLERANCE = 1e-9  # rag-bench and pytrec_eval (trec_eval) must agree this closely
+REFERENCE, EXACT_PEER = "rag-bench", "pytrec_eval"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULT_MARK = "BENCH-RESULT "
+QUICK_QUERIES = 1_000
+VERSIONED = ("numpy", "pandas", "pyarrow", "numba")
+
+Means = dict[str, float]
+
+
+# --- the tools: how each loads the files and computes the means of METRICS --------------------
+
+
+def load_rag_bench(qrels_path: Path, run_path: Path):
+    from rag_bench import load_qrels, load_run
+
+    return load_qrels(qrels_path), load_run(run_path)
+
+
+def compute_rag_bench(qrels, run) -> tuple[Means, int]:
+    from rag_bench import evaluate_run
+
+    result = evaluate_run(qrels, run, ",".join(METRICS))
+    return result.means(), result.n_queries
+
+
+PYTREC_NAMES = {  # ours -> (pytrec_eval measure, its result key)
+    "precision@10": ("P.10", "P_10"),
+    "recall@100": ("recall.100", "recall_100"),
+    "mrr": ("recip_rank", "recip_rank"),
+    "ndcg@10": ("ndcg_cut.10", "ndcg_cut_10"),
+    "map": ("map", "map"),
+}
+
+
+def load_pytrec_eval(qrels_path: Path, run_path: Path):
+    import pytrec_eval
+
+    with open(qrels_path) as qrels_file, open(run_path) as run_file:
+        return pytrec_eval.parse_qrel(qrels_file), pytrec_eval.parse_run(run_file)
+
+
+def compute_pytrec_eval(qrels, run) -> tuple[Means, int]:
+    import pytrec_eval
+
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {m for m, _ in PYTREC_NAMES.values()})
+    per_query = evaluator.evaluate(run).values()
+    means = {
+        ours: statistics.fmean(values[key] for values in per_query)
+        for ours, (_, key) in PYTREC_NAMES.items()
+    }
+    return means, len(per_query)
+
+
+def load_ir_measures(qrels_path: Path, run_path: Path):
+    import ir_measures
+
+    # Materialised, so that reading is timed apart from computing (the readers are lazy).
+    return list(ir_measures.read_trec_qrels(str(qrels_path))), list(
+        ir_measures.read_trec_run(str(run_path))
+    )
+
+
+def compute_ir_measures(qrels, run) -> tuple[Means, None]:
+    import ir_measures
+    from ir_measures import AP, RR, P, R, nDCG
+
+    measures = dict(zip(METRICS, (P @ 10, R @ 100, RR, nDCG @ 10, AP)))
+    aggregate = ir_measures.calc_aggregate(list(measures.values()), qrels, run)
+    return {ours: float(aggregate[m]) for ours, m in measures.items()}, None
+
+
+def load_ranx(qrels_path: Path, run_path: Path):
+    from ranx import Qrels, Run
+
+    return Qrels.from_file(str(qrels_path), kind="trec"), Run.from_file(str(run_path), kind="trec")
+
+
+def compute_ranx(qrels, run) -> tuple[Means, int]:
+    from ranx import evaluate
+
+    # Without make_comparable ranx refuses a run whose queries differ from the qrels'.
+    means = evaluate(qrels, run, list(METRICS), make_comparable=True)
+    return {m: float(means[m]) for m in METRICS}, len(qrels)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    module: str  # imported (and timed) before loading
+    distribution: str  # for the version
+    load: Callable[[Path, Path], tuple]
+    compute: Callable[..., tuple[Means, int | None]]
+    warm_call: bool = False  # compute twice; "compute_s" is then the second call
+
+
+TOOLS = {
+    tool.name: tool
+    for tool in (
+        Tool("rag-bench", "rag_bench", "rag-bench", load_rag_bench, compute_rag_bench),
+        Tool(
+            "pytrec_eval",
+            "pytrec_eval",
+            "pytrec-eval-terrier",
+            load_pytrec_eval,
+            compute_pytrec_eval,
+        ),
+        Tool("ir_measures", "ir_measures", "ir-measures", load_ir_measures, compute_ir_measures),
+        Tool("ranx", "ranx", "ranx", load_ranx, compute_ranx, warm_call=True),
+    )
+}
+
+
+# --- the child: one measured run of one tool ---------------------------------------------------
+
+
+def timed(func: Callable, *args):
+    start = time.perf_counter()
+    value = func(*args)
+    return value, time.perf_counter() - start
+
+
+def measure(tool: Tool, qrels_path: Path, run_path: Path) -> dict:
+    """Import, load and compute once (twice for a warm call); times in s, peak RSS in MiB."""
+    _, import_s = timed(importlib.import_module, tool.module)
+    (qrels, run), load_s = timed(tool.load, qrels_path, run_path)
+    (means, n_queries), compute_s = timed(tool.compute, qrels, run)
+    result = {"import_s": import_s, "load_s": load_s}
+    if tool.warm_call:
+        result["first_compute_s"] = compute_s
+        result["first_total_s"] = load_s + compute_s
+        (means, n_queries), compute_s = timed(tool.compute, qrels, run)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return result | {
+        "compute_s": compute_s,
+        "total_s": load_s + compute_s,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "peak_mib": usage.ru_maxrss / 1024,  # KiB on Linux
+        "n_queries": n_queries,
+        "means": means,
+    }
+
+
+def child_main(name: str, qrels_path: Path, run_path: Path) -> None:
+    print(RESULT_MARK + json.dumps(measure(TOOLS[name], qrels_path, run_path)), flush=True)
+
+
+# --- the parent: repetitions, medians, agreement, report ---------------------------------------
+
+
+def run_child(name: str, qrels_path: Path, run_path: Path, numba_cache: str) -> dict:
+    """Measure one run of ``name`` in a fresh interpreter."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", name]
+    command += ["--qrels", str(qrels_path), "--run", str(run_path)]
+    env = os.environ | {"NUMBA_CACHE_DIR": numba_cache}
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith(RESULT_MARK):
+            return json.loads(line.removeprefix(RESULT_MARK))
+    tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+    raise RuntimeError(f"{name} failed (exit {done.returncode}):\n{tail}")
+
+
+def summarize(runs: list[dict]) -> dict:
+    """Medians of the numeric fields of the measured runs; means and query count from the last.
+
+    ``runs[0]`` is the warm-up, kept apart as ``cold``.
+    """
+    cold, measured = runs[0], runs[1:]
+    numeric = [key for key, value in cold.items() if isinstance(value, float)]
+    summary = {key: statistics.median(run[key] for run in measured) for key in numeric}
+    last = measured[-1]
+    return (
+        summary
+        | {"means": last["means"], "n_queries": last["n_queries"]}
+        | {
+            "cold": cold,
+            "runs": measured,
+        }
+    )
+
+
+def benchmark(names: list[str], qrels_path: Path, run_path: Path, repeat: int) -> dict:
+    """A warm-up per tool, then ``repeat`` round-robin rounds; a tool that fails is dropped."""
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    errors: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-numba-") as numba_cache:
+        for label in ["warm-up"] + [f"round {i}/{repeat}" for i in range(1, repeat + 1)]:
+            for name in [n for n in names if n not in errors]:
+                print(f"{label} {name} ...", flush=True)
+                try:
+                    runs[name].append(run_child(name, qrels_path, run_path, numba_cache))
+                except RuntimeError as exc:
+                    errors[name] = str(exc)
+                    print(exc, flush=True)
+    tools = {name: summarize(r) for name, r in runs.items() if name not in errors}
+    return {"tools": tools, "errors": errors}
+
+
+def row(tool: str, numbers: dict, compute: str, total: str) -> dict:
+    return {
+        "tool": tool,
+        "load_s": numbers["load_s"],
+        "compute_s": numbers[compute],
+        "total_s": numbers[total],
+        "peak_mib": numbers["peak_mib"],
+        "cpu_s": numbers["cpu_s"],
+    }
+
+
+def table_rows(tools: dict[str, dict]) -> list[dict]:
+    """One row per tool (medians); a tool with a warm call adds its first call and cold run."""
+    rows = []
+    for name, summary in tools.items():
+        rows.append(row(name, summary, "compute_s", "total_s"))
+        if "first_compute_s" in summary:
+            rows.append(row(f"{name} (1st call)", summary, "first_compute_s", "first_total_s"))
+            rows.append(
+                row(f"{name} (cold cache)", summary["cold"], "first_compute_s", "first_total_s")
+            )
+    base = tools.get(REFERENCE, {}).get("total_s")
+    for line in rows:
+        line["ratio"] = line["total_s"] / base if base else float("nan")
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    header = (
+        f"{'tool':<20} {'load s':>8} {'compute s':>10} {'total s':>8} {'peak MiB':>9} {'ratio':>7}"
+        f" {'cpu s':>7}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        lines.append(
+            f"{r['tool']:<20} {r['load_s']:>8.2f} {r['compute_s']:>10.2f} {r['total_s']:>8.2f}"
+            f" {r['peak_mib']:>9.0f} {r['ratio']:>6.2f}x {r['cpu_s']:>7.2f}"
+        )
+    return "\n".join(lines)
+
+
+def format_means(tools: dict[str, dict]) -> str:
+    lines = [f"{'tool':<14} {'queries':>8} " + " ".join(f"{m:>12}" for m in METRICS)]
+    for name, summary in tools.items():
+        n = summary["n_queries"]
+        values = " ".join(f"{summary['means'][m]:>12.6f}" for m in METRICS)
+        lines.append(f"{name:<14} {n if n is not None else '?':>8} {values}")
+    return "\n".join(lines)
+
+
+def agreement(tools: dict[str, dict]) -> tuple[bool, list[str]]:
+    """Exact agreement of rag-bench with pytrec_eval; the other peers' largest differences."""
+    if REFERENCE not in tools:
+        return True, []
+    ours = tools[REFERENCE]
+    ok, lines = True, []
+    for name, summary in tools.items():
+        if name == REFERENCE:
+            continue
+        diffs = {m: abs(summary["means"][m] - ours["means"][m]) for m in METRICS}
+        worst = max(diffs, key=diffs.get)
+        if name == EXACT_PEER:
+            bad = [m for m in METRICS if diffs[m] > TOLERANCE]
+            if summary["n_queries"] != ours["n_queries"]:
+                bad.append("query count")
+            for m in bad:
+                mine = ours["n_queries"] if m == "query count" else ours["means"][m]
+                theirs = summary["n_queries"] if m == "query count" else summary["means"][m]
+                lines.append(f"MISMATCH {m}: {REFERENCE} {mine!r} vs {name} {theirs!r}")
+            ok = ok and not bad
+            if not bad:
+                lines.append(f"{name}: agrees with {REFERENCE} to {TOLERANCE:g} on all metrics")
+        else:
+            lines.append(
+                f"{name}: differs by up to {diffs[worst]:.2e} ({worst}); conventions differ,"
+                " not required to agree"
+            )
+    return ok, lines
+
+
+def source() -> dict:
+    """The commit of the rag-bench checkout measured, and whether rag_bench/ had local edits."""
+    repo = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD")
+    return {
+        "commit": commit or None,
+        "dirty": bool(git("status", "--porcelain", "--", "rag_bench")),
+    }
+
+
+def machine() -> dict:
+    """Cores, CPU model, memory, Python and package versions."""
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    models = [
+        line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line
+    ]
+    packages = {}
+    for dist in [tool.distribution for tool in TOOLS.values()] + list(VERSIONED):
+        try:
+            packages[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            packages[dist] = None
+    return {
+        "cores": os.cpu_count(),
+        "cpu": models[0] if models else platform.processor(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": packages,
+    }
+
+
+def available(names: list[str]) -> list[str]:
+    found = [n for n in names if importlib.util.find_spec(TOOLS[n].module) is not None]
+    for name in sorted(set(names) - set(found)):
+        print(f"skipping {name}: not installed (pip install -r benchmarks/requirements.txt)")
+    return found
+
+
+def dataset(args: argparse.Namespace) -> tuple[Path, Path, dict]:
+    """The files to evaluate: given ones, or generated (or reused) for the parameters."""
+    import generate  # here, not at the top: children must not load numpy and pyarrow for it
+
+    if args.qrels and args.run:
+        return args.qrels, args.run, {"qrels": str(args.qrels), "run": str(args.run)}
+    params = generate.Params(seed=args.seed, queries=QUICK_QUERIES if args.quick else args.queries)
+    folder = generate.ensure(params)
+    described = {"generated": vars(params), "lines": count_lines(folder / generate.RUN_FILE)}
+    return folder / generate.QRELS_FILE, folder / generate.RUN_FILE, described
+
+
+def count_lines(path: Path) -> int:
+    with path.open("rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 24), b""))
+
+
+def report(results: dict, path: Path) -> bool:
+    """Print the tables and agreement, write the JSON; False on a mismatch or a failed tool."""
+    info = results["machine"]
+    code = results["source"]
+    print(f"\nrag-bench at {code['commit']}" + (" with local edits" if code["dirty"] else ""))
+    print(f"data: {results['data']}")
+    print(f"machine: {info['cores']} cores, {info['cpu']}, {info['memory_gib']} GiB,")
+    print(
+        f"  Python {info['python']}, " + ", ".join(f"{k} {v}" for k, v in info["packages"].items())
+    )
+    load = results["load_average_1min"]
+    print(f"load average (1 min) before/after: {load['before']:.2f}/{load['after']:.2f}", end="")
+    print(" (other processes were busy: timings are noisy)" if load["before"] > 0.5 else "")
+    print(f"medians of {results['repeat']} runs after a warm-up; total = load + compute (imports")
+    print("excluded); ratio = total / rag-bench's total; cpu s = the child's whole CPU time\n")
+    print(format_table(results["rows"]))
+    print("\nmeans\n" + format_means(results["tools"]))
+    ok, lines = agreement(results["tools"])
+    results["agreement_ok"] = ok
+    lines += [f"FAILED {name}: {error}" for name, error in results["errors"].items()]
+    print("\n" + "\n".join(lines))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {path}")
+    return ok and not results["errors"]
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_QUERIES} queries only")
+    parser.add_argument("--repeat", type=int, default=3, help="measured runs per tool")
+    parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset")
+    parser.add_argument("--seed", type=int, default=0, help="of the generated data")
+    parser.add_argument("--queries", type=int, default=10_000, help="of the generated data")
+    parser.add_argument("--qrels", type=Path, help="evaluate these files instead of generating")
+    parser.add_argument("--run", type=Path)
+    parser.add_argument("--json", type=Path, help="results file (default: results/eval*.json)")
+    parser.add_argument("--child", choices=list(TOOLS), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if bool(args.qrels) != bool(args.run):
+        parser.error("--qrels and --run go together")
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    unknown = set(args.tools.split(",")) - set(TOOLS)
+    if unknown:
+        parser.error(f"unknown tools {sorted(unknown)}; known: {', '.join(TOOLS)}")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    if args.child:
+        child_main(args.child, args.qrels, args.run)
+        return 0
+    names = available(args.tools.split(","))
+    qrels_path, run_path, data = dataset(args)
+    load_before = os.getloadavg()[0]
+    results = benchmark(names, qrels_path, run_path, args.repeat)
+    results |= {"data": data, "repeat": args.repeat, "metrics": list(METRICS)}
+    results["load_average_1min"] = {"before": load_before, "after": os.getloadavg()[0]}
+    results |= {"machine": machine(), "source": source(), "rows": table_rows(results["tools"])}
+    default = RESULTS_DIR / ("eval-quick.json" if args.quick else "eval.json")
+    return 0 if report(results, args.json or default) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
