@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from rag_bench.durable import fsync_tree
 from rag_bench.errors import RagBenchError
 
 T = TypeVar("T")
@@ -43,21 +44,6 @@ def digest(material: Any) -> str:
     """A stable hash of JSON-able material."""
     text = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _sync_tree(folder: Path) -> None:
-    """Flush every file of ``folder`` (and the folder) to disk, best effort."""
-    for path in [*folder.rglob("*"), folder]:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
 
 
 class Cache:
@@ -125,7 +111,7 @@ class Cache:
         try:
             save(value, staging)
             (staging / ".complete").touch()
-            _sync_tree(staging)
+            fsync_tree(staging)
             os.rename(staging, folder)
         except OSError:
             pass  # another process stored the same entry first, or the disk is full

@@ -326,6 +326,28 @@ def runs_dir_option():
 ALL_FORMATS = ("table", "json", "csv", "markdown")
 
 
+def significance_options(command):
+    """--test and --alpha, shared by the commands that test differences."""
+    command = click.option("--alpha", type=float, default=0.05, show_default=True)(command)
+    return click.option(
+        "--test",
+        default="randomization",
+        show_default=True,
+        type=click.Choice(["randomization", "ttest", "bootstrap"]),
+        help="Paired significance test.",
+    )(command)
+
+
+slice_option = click.option(
+    "--slice",
+    "slice_by",
+    default="category",
+    show_default=True,
+    type=click.Choice(["category", "tag", "failure_class", "none"]),
+    help="Group queries by (plus the overall slice 'all').",
+)
+
+
 @cli.command("runs")
 @click.option("--variant", default=None, help="Only runs of this variant.")
 @runs_dir_option()
@@ -383,23 +405,9 @@ def rm_command(runs, yes, runs_dir):
 
 @cli.command("compare")
 @click.argument("runs", nargs=-1, required=True)
-@click.option(
-    "--slice",
-    "slice_by",
-    default="category",
-    show_default=True,
-    type=click.Choice(["category", "tag", "failure_class", "none"]),
-    help="Compare per slice (plus the overall row 'all').",
-)
+@slice_option
 @click.option("--metrics", default=None, help="Comma-separated metric names.")
-@click.option(
-    "--test",
-    default="randomization",
-    show_default=True,
-    type=click.Choice(["randomization", "ttest", "bootstrap"]),
-    help="Paired significance test.",
-)
-@click.option("--alpha", type=float, default=0.05, show_default=True)
+@significance_options
 @click.option(
     "--resamples",
     type=int,
@@ -463,13 +471,7 @@ def diff_command(run, against, metric, top, runs_dir, fmt):
     metavar="METRIC=AMOUNT",
     help="Largest tolerated drop, e.g. recall@10=0.02 (repeatable).",
 )
-@click.option(
-    "--test",
-    default="randomization",
-    show_default=True,
-    type=click.Choice(["randomization", "ttest", "bootstrap"]),
-)
-@click.option("--alpha", type=float, default=0.05, show_default=True)
+@significance_options
 @click.option("--seed", type=int, default=0, show_default=True)
 @runs_dir_option()
 @format_option(ALL_FORMATS)
@@ -516,14 +518,7 @@ def sql_command(query, schema, allow_files, runs_dir, fmt):
 
 @cli.command("report")
 @click.argument("runs", nargs=-1, required=True)
-@click.option(
-    "--slice",
-    "slice_by",
-    default="category",
-    show_default=True,
-    type=click.Choice(["category", "tag", "failure_class", "none"]),
-    help="Group queries by (plus the overall slice 'all').",
-)
+@slice_option
 @click.option(
     "--metric",
     default="ndcg@10",

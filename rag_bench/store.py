@@ -38,6 +38,7 @@ from typing import Any
 
 import pandas as pd
 
+from rag_bench.durable import fsync
 from rag_bench.errors import RagBenchError
 
 SCHEMA_VERSION = 1
@@ -135,20 +136,6 @@ def pause_point(stage: str) -> None:
 
 
 # --- writing files safely ---------------------------------------------------------------------
-
-
-def _fsync(path: Path) -> None:
-    """Flush a file (or a folder's entries) to disk; best effort where unsupported."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -417,16 +404,16 @@ def write_run(runs_dir: Path, run_id: str, manifest: dict, tables: dict[str, pd.
                 frame[schemas[name].names], schema=schemas[name], preserve_index=False
             )
             pq.write_table(table, staging / f"{name}.parquet")
-            _fsync(staging / f"{name}.parquet")
+            fsync(staging / f"{name}.parquet")
         pause_point("write")
         text = json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n"
         with open(staging / MANIFEST, "x", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        _fsync(staging)
+        fsync(staging)
         os.rename(staging, final)
-        _fsync(runs_dir)
+        fsync(runs_dir)
     except OSError as exc:
         raise _write_error(f"could not write run {run_id} to", runs_dir, exc) from None
     finally:
