@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from rag_bench.dataset import Query
 from rag_bench.evaluation.claims import SplitClaim, strip_markers
 from rag_bench.evaluation.judges import Verdict
@@ -118,16 +120,23 @@ def context_metrics(e: AnswerEvidence, ks: Sequence[int], analyzer) -> dict[str,
     out: dict[str, float | None] = {}
     gold = None if e.query.should_refuse else e.query.answer
     gold_terms = set(analyzer.terms(gold)) if gold else set()
+    ranking = e.ranking[: max(ks, default=0)]
+    # running counts down the ranking, so every cutoff reads them instead of recomputing
+    relevant = np.cumsum([e.grades.get(c.doc_id, 0) >= 1 for c in ranking], dtype=np.int64)
+    found_upto: list[int] = []  # gold terms found within the first i + 1 chunks
+    found: set[str] = set()
+    spans = np.zeros(len(ranking), dtype=bool)
+    for i, chunk in enumerate(ranking):
+        if gold_terms and len(found) < len(gold_terms):
+            found |= gold_terms & set(analyzer.terms(chunk.text))
+        found_upto.append(len(found))
+        spans[i] = bool(gold) and contains(chunk.text, gold)
+    spans = np.logical_or.accumulate(spans) if len(spans) else spans
     for k in ks:
-        top = e.ranking[:k]
-        relevant = sum(1 for c in top if e.grades.get(c.doc_id, 0) >= 1)
-        precision = None if e.query.should_refuse else _ratio(relevant, len(top))
-        recall = span = None
-        if gold_terms:
-            found = set().union(*(analyzer.terms(c.text) for c in top)) if top else set()
-            recall = len(gold_terms & found) / len(gold_terms)
-        if gold:
-            span = float(any(contains(c.text, gold) for c in top))
+        n = min(k, len(ranking))
+        precision = None if e.query.should_refuse else _ratio(int(relevant[n - 1]) if n else 0, n)
+        recall = (found_upto[n - 1] if n else 0) / len(gold_terms) if gold_terms else None
+        span = (float(spans[n - 1]) if n else 0.0) if gold else None
         out[f"context_precision@{k}"] = precision
         out[f"context_recall@{k}"] = recall
         out[f"answer_span_recall@{k}"] = span
