@@ -7,8 +7,8 @@ indexes the whole corpus and answers every query with its top 100:
 - bm25s, used directly: ``bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer("english"))``,
   ``bm25s.BM25().index(tokens)``, then the queries tokenized the same way and
   ``retrieve(tokens, k=100)`` with bm25s's default numpy backend. Row "bm25s numba" is the same
-  index queried through bm25s's numba backend (compiled during the warm-up), when numba is
-  installed;
+  index queried through bm25s's numba backend (compiled during the warm-up, which takes ~6 s a
+  process, so only in the first round), when numba is installed;
 - rank_bm25: ``BM25Okapi`` over the same tokens as bm25s (tokenizing counts as indexing) and
   ``get_top_n(tokens, ids, 100)``. It scores every document in Python for every query term, so
   it runs at the smaller size only, in the first round only, and on the first
@@ -16,7 +16,8 @@ indexes the whole corpus and answers every query with its top 100:
 
 All three use k1 = 1.5, b = 0.75 and run single-threaded (bm25s's default). Every (tool, size,
 round) runs in its own process: it loads the corpus, warms up on a slice (the first
-``WARMUP_DOCS`` documents and ``WARMUP_QUERIES`` queries: imports, caches, numba compilation),
+``WARMUP_DOCS`` documents, at most a tenth of the corpus, and ``WARMUP_QUERIES`` queries:
+imports, caches, numba compilation),
 then indexes and queries once, timed, and reports its peak RSS (corpus included). Rounds go
 round-robin over the tools; the tables show medians over ``--repeat`` rounds at the smaller
 size and ``--repeat-large`` rounds at the larger ones, where the first ``LARGE_QUERIES``
@@ -37,6 +38,7 @@ uses 0.25 × the mean idf).
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import sys
@@ -125,7 +127,7 @@ def _bm25s_tokenize(texts: list[str], return_ids: bool = True):
     )
 
 
-def run_bm25s(texts: list[str], queries: list[str]) -> dict:
+def run_bm25s(texts: list[str], queries: list[str], numba: bool = True) -> dict:
     import bm25s
 
     started = time.perf_counter()
@@ -150,7 +152,7 @@ def run_bm25s(texts: list[str], queries: list[str]) -> dict:
         },
     }
     out |= _positive(docs, scores)
-    if importlib.util.find_spec("numba") is not None:
+    if numba and importlib.util.find_spec("numba") is not None:
         index.backend = "numba"  # the same index, queried through bm25s's numba backend
         started = time.perf_counter()
         query_tokens = _bm25s_tokenize(queries)
@@ -252,11 +254,14 @@ def agreement(ours: dict, theirs: dict, compare_scores: bool = True) -> dict:
 # --- the child: one measured run of one tool ---------------------------------------------------
 
 
-def child_main(tool: str, folder: Path, out: Path, max_queries: int) -> None:
+def child_main(tool: str, folder: Path, out: Path, max_queries: int, numba: bool) -> None:
     docs = corpora.load_docs(folder, ("text",))["text"]
     queries = corpora.load_queries(folder)["text"][:max_queries]
     run = RUNNERS[tool]
-    run(docs[:WARMUP_DOCS], queries[:WARMUP_QUERIES])  # warm-up, not timed
+    if tool == "bm25s":
+        run = functools.partial(run_bm25s, numba=numba)
+    warmup = min(WARMUP_DOCS, max(len(docs) // 10, 1_000))
+    run(docs[:warmup], queries[:WARMUP_QUERIES])  # not timed
     result = run(docs, queries)
     # The lists go to a file; the parent reads them for the agreement.
     out.write_text(json.dumps({"ids": result.pop("ids"), "scores": result.pop("scores")}))
@@ -266,9 +271,10 @@ def child_main(tool: str, folder: Path, out: Path, max_queries: int) -> None:
 # --- the parent ------------------------------------------------------------------------------
 
 
-def run_child(tool: str, folder: Path, lists: Path, queries: int) -> dict:
+def run_child(tool: str, folder: Path, lists: Path, queries: int, numba: bool) -> dict:
     command = common.python_child(Path(__file__), "--child", tool, "--corpus", str(folder))
-    done = common.run_measured(command + ["--lists", str(lists), "--max-queries", str(queries)])
+    command += ["--lists", str(lists), "--max-queries", str(queries)]
+    done = common.run_measured(command + (["--numba"] if numba else []))
     return common.child_result(done, f"{tool} on {folder.name}")
 
 
@@ -288,7 +294,8 @@ def measure_size(
             print(f"{size:,} docs, round {round_}/{rounds}: {tool} ...", flush=True)
             path = common.RESULTS_DIR.parent / "data" / f".lists-{tool}.json"
             try:
-                runs[tool].append(run_child(tool, folder, path, run_queries))
+                numba = round_ == 1  # numba compiles for seconds in every process: once
+                runs[tool].append(run_child(tool, folder, path, run_queries, numba))
                 lists[tool] = json.loads(path.read_text())
             except RuntimeError as exc:
                 errors[tool] = str(exc)
@@ -373,9 +380,10 @@ def report(results: dict, path: Path) -> bool:
     print(
         f"median of the rounds per size ({results['repeat']} at the smaller size,"
         f" {results['repeat_large']} at the larger), each in a fresh process after a warm-up on"
-        f" {WARMUP_DOCS:,} docs; index s = tokenize + index, query s = tokenize + top {DEPTH} of"
-        " every query (queries: see the table); vs bm25s = time / bm25s's time (per query for"
-        f" queries); rank_bm25: one round, first {RANK_BM25_QUERIES} queries, smaller size only\n"
+        f" up to {WARMUP_DOCS:,} docs; index s = tokenize + index, query s = tokenize + top"
+        f" {DEPTH} of every query (queries: see the table); vs bm25s = time / bm25s's time"
+        f" (per query for queries); rank_bm25: one round, first {RANK_BM25_QUERIES} queries,"
+        " smaller size only; bm25s numba: first round only\n"
     )
     rows = [r for size in results["sizes"] for r in rows_of(size)]
     print(common.table(rows, COLUMNS))
@@ -441,6 +449,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--lists", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--max-queries", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--numba", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.repeat is None:
         args.repeat = 2 if args.quick else 3
@@ -463,7 +472,7 @@ def available(names: list[str]) -> list[str]:
 def main() -> int:
     args = parse_args()
     if args.child:
-        child_main(args.child, args.corpus, args.lists, args.max_queries)
+        child_main(args.child, args.corpus, args.lists, args.max_queries, args.numba)
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     sizes = sorted(sizes or (QUICK_SIZES if args.quick else SIZES))

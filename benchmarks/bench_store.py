@@ -709,7 +709,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--quick", action="store_true", help="10x smaller: 10k-query run, 1k-query store"
     )
-    parser.add_argument("--repeat", type=int, default=3, help="timed calls per tool")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="timed calls per tool (3; quick: 2)"
+    )
     parser.add_argument(
         "--repeat-compare", type=int, default=2, help="timed calls of compare (slow) per tool"
     )
@@ -722,6 +724,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--queries", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeat is None:
+        args.repeat = 2 if args.quick else 3
     if min(args.repeat, args.repeat_compare) < 1:
         parser.error("--repeat and --repeat-compare must be at least 1")
     unknown = set(args.parts.split(",")) - {"write", "read"}
