@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from rag_bench import __version__
 from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.executors import EXECUTORS
 
 
 class UserMistake(click.ClickException):
@@ -143,10 +142,11 @@ def _progress(label: str):
 )
 @click.option(
     "--runs-dir",
-    type=click.Path(file_okay=False),
+    metavar="DIR|URL",
     default=None,
     envvar="RAG_BENCH_RUNS_DIR",
-    help="Where runs are stored. Default: runs/ under the working directory.",
+    help="Where runs are stored: a folder, file:///path or s3://bucket/prefix. "
+    "Default: runs/ under the working directory.",
 )
 @click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
 @click.option(
@@ -164,9 +164,42 @@ def _progress(label: str):
 @click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default="local",
+    show_default=True,
+    help="Where the per-query work runs: this process, or Ray tasks (needs rag-bench[ray]).",
+)
+@click.option(
+    "--address",
+    default=None,
+    help="Ray cluster to join (e.g. auto or ray://head:10001). Default: start Ray here.",
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Local: threads (default 1). Ray without --address: CPUs of the local instance.",
+)
 @format_option(("table", "json", "csv", "markdown"))
 def run_command(
-    variants, resume, dataset, runs_dir, ks, depth, overrides, judge, tag, sample, seed, split, fmt
+    variants,
+    resume,
+    dataset,
+    runs_dir,
+    ks,
+    depth,
+    overrides,
+    judge,
+    tag,
+    sample,
+    seed,
+    split,
+    executor,
+    address,
+    workers,
+    fmt,
 ):
     """Run pipeline variants over a dataset and store every query's trace.
 
@@ -194,6 +227,17 @@ RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tag", "sample", "seed", 
 
 def _run_or_resume(ctx: click.Context, results: list) -> None:
     """The work of `rag-bench run`; each stored run is appended to ``results`` at once."""
+    from rag_bench.executors import make_executor
+
+    p = ctx.params
+    executor = make_executor(p["executor"], p["address"], p["workers"])
+    try:
+        _run_with(ctx, results, executor)
+    finally:
+        executor.close()
+
+
+def _run_with(ctx: click.Context, results: list, executor) -> None:
     from rag_bench.dataset import load_dataset
     from rag_bench.plugins import registry
     from rag_bench.runner import SHIPPED_DATASET, Selection, resume_run, run_variant
@@ -223,6 +267,7 @@ def _run_or_resume(ctx: click.Context, results: list) -> None:
             depth=p["depth"] if "depth" in given else None,
             selection=selection if given & {"tag", "sample", "seed"} else None,
             progress=_progress("resume"),
+            executor=executor,
         )
         click.echo(
             f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
@@ -250,6 +295,7 @@ def _run_or_resume(ctx: click.Context, results: list) -> None:
             selection=selection,
             runs_dir=p["runs_dir"],
             progress=_progress(name),
+            executor=executor,
         )
         click.echo(
             f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
@@ -291,9 +337,7 @@ def variants_command(fmt):
     default=None,
     help="Also estimate this run's true supported-claim share (prediction-powered interval).",
 )
-@click.option(
-    "--runs-dir", type=click.Path(file_okay=False), default=None, envvar="RAG_BENCH_RUNS_DIR"
-)
+@click.option("--runs-dir", metavar="DIR|URL", default=None, envvar="RAG_BENCH_RUNS_DIR")
 @click.option("--alpha", type=float, default=0.05, show_default=True)
 @format_option(("table", "json"))
 def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha, fmt):
@@ -305,10 +349,9 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
 
     claims = None
     if run_ref:
-        import pandas as pd
+        from rag_bench.store import read_table
 
-        run = open_store(runs_dir).get(run_ref)
-        claims = pd.read_parquet(run.path / "claims.parquet")
+        claims = read_table(open_store(runs_dir).get(run_ref).path, "claims")
     report = assess_judge(load_dataset(dataset or SHIPPED_DATASET), judge, overrides, claims, alpha)
     click.echo(agreement_output(report, fmt))
 
@@ -316,10 +359,11 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
 def runs_dir_option():
     return click.option(
         "--runs-dir",
-        type=click.Path(file_okay=False),
+        metavar="DIR|URL",
         default=None,
         envvar="RAG_BENCH_RUNS_DIR",
-        help="Where runs are stored. Default: runs/ under the working directory.",
+        help="Where runs are stored: a folder, file:///path or s3://bucket/prefix. "
+        "Default: runs/ under the working directory.",
     )
 
 
@@ -350,13 +394,23 @@ slice_option = click.option(
 
 @cli.command("runs")
 @click.option("--variant", default=None, help="Only runs of this variant.")
+@click.option(
+    "--upgrade",
+    is_flag=True,
+    help="First rewrite runs stored in the first layout (runs/<run_id>/) into the current one.",
+)
 @runs_dir_option()
 @format_option(ALL_FORMATS)
-def runs_command(variant, runs_dir, fmt):
+def runs_command(variant, upgrade, runs_dir, fmt):
     """List stored runs with their headline metrics."""
     from rag_bench.render import render
     from rag_bench.views import runs_table
 
+    if upgrade:
+        from rag_bench.upgrade import upgrade_runs
+
+        for run_id in upgrade_runs(runs_dir):
+            click.echo(f"upgraded run {run_id}", err=True)
     click.echo(render(runs_table(open_store(runs_dir, warn=True), variant), fmt))
 
 
@@ -566,9 +620,8 @@ def report_command(
 def open_store(runs_dir: str | None, warn: bool = False):
     """The runs folder; ``warn`` reports each unreadable run (for commands spanning all runs)."""
     from rag_bench.analysis import Store
-    from rag_bench.store import default_runs_dir
 
-    store = Store.open(Path(runs_dir) if runs_dir else default_runs_dir())
+    store = Store.open(runs_dir)
     if warn:
         for problem in store.broken.values():
             click.echo(f"warning: skipped: {problem}", err=True)

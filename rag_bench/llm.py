@@ -184,6 +184,33 @@ class LLMClient:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
+    def tally(self) -> dict[str, int]:
+        """The raw counts behind :meth:`usage`."""
+        with self._lock:
+            return dict(self._counts)
+
+    def absorb(self, counts: dict[str, int]) -> None:
+        """Add counts made by a copy of this client (a task of a Ray run)."""
+        with self._lock:
+            for name, value in counts.items():
+                self._counts[name] = self._counts.get(name, 0) + value
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a copy sent to another process keeps: no connection, lock or module, and no
+        API key (a copy reads it from its own environment), so no secret reaches Ray's object
+        store or its spill files."""
+        state = dict(self.__dict__)
+        for name in ("_client", "_lock", "_httpx", "_key"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._client = None
+        self._lock = threading.Lock()
+        self._httpx = import_backend("httpx", INSTALL, f"the {self.where} calling an HTTP endpoint")
+        self._key = os.environ.get(self.api_key_env, "").strip() or None
+
     def usage(self) -> dict[str, Any]:
         """Requests sent (``retries`` extra attempts among them not counted), requests answered
         from the cache, and the tokens of both; ``cost_usd`` of the tokens actually paid for

@@ -30,6 +30,7 @@ from rag_bench import __version__
 from rag_bench.cache import Cache, default_cache_dir
 from rag_bench.dataset import Dataset, Query, load_dataset
 from rag_bench.errors import DataError, RagBenchError, UsageError
+from rag_bench.executors import Executor, LocalExecutor
 from rag_bench.pipeline.compose import IndexReport, Pipeline
 from rag_bench.plugins import registry, resolve
 from rag_bench.provenance import git_commit, package_versions
@@ -39,8 +40,10 @@ from rag_bench.store import (
     WriteError,
     acquire_run_id,
     default_runs_dir,
+    is_stored,
     release_run_id,
     reserve_run_id,
+    runs_folder,
     write_run,
 )
 from rag_bench.traces import build_traces
@@ -131,7 +134,7 @@ class RunInterrupted(KeyboardInterrupt):
 
 def resume_command(run_id: str, runs_dir: Path) -> str:
     command = f"rag-bench run --resume {run_id}"
-    if Path(runs_dir).resolve() != default_runs_dir().resolve():
+    if runs_folder(runs_dir) != default_runs_dir():
         command += f" --runs-dir {shlex.quote(str(runs_dir))}"
     return command
 
@@ -185,8 +188,13 @@ def run_variant(
     runs_dir: str | Path | None = None,
     cache_dir: str | Path | None = None,
     progress: Callable[[Iterable], Iterable] | None = None,
+    executor: Executor | None = None,
 ) -> RunResult:
     """Run ``variant`` over ``dataset``, store the traces under ``runs_dir`` and return them.
+
+    The per-query work (and embedding the corpus with a stateless encoder) goes through
+    ``executor`` (default: this process, one block at a time); the traces are the same
+    whatever the executor.
 
     Raises :class:`RunInterrupted` on Ctrl-C: nothing is stored, and the answered queries stay
     checkpointed for :func:`resume_run`.
@@ -200,7 +208,7 @@ def run_variant(
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or SHIPPED_DATASET)
     pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     chosen = selection.apply(data.queries)
-    runs_path = Path(runs_dir) if runs_dir else default_runs_dir()
+    runs_path = runs_folder(runs_dir)
     run_id = reserve_run_id(runs_path, variant, created)
     header = {
         "format": 1,
@@ -226,6 +234,7 @@ def run_variant(
         started,
         progress,
         prior=None,
+        executor=executor,
     )
 
 
@@ -242,6 +251,7 @@ def resume_run(
     selection: Selection | None = None,
     cache_dir: str | Path | None = None,
     progress: Callable[[Iterable], Iterable] | None = None,
+    executor: Executor | None = None,
 ) -> RunResult:
     """Finish an interrupted run from its checkpoint (``ref``: run id, unique prefix, or the
     ``.partial-<run_id>`` folder) and store it under its original id.
@@ -251,13 +261,13 @@ def resume_run(
     without a checkpointed answer are generated and judged.
     """
     started = time.perf_counter()
-    runs_path = Path(runs_dir) if runs_dir else default_runs_dir()
+    runs_path = runs_folder(runs_dir)
     found = Checkpoint.find(runs_path, ref)
     runs_path, run_id = found.runs_dir, found.run_id
     acquire_run_id(runs_path, run_id)
     try:
         checkpoint = Checkpoint.open(found.folder)  # re-read now that nobody else writes it
-        if (runs_path / run_id).is_dir():
+        if is_stored(runs_path, run_id):
             checkpoint.remove()
             raise RagBenchError(
                 f"run {run_id} is complete: there is nothing to resume",
@@ -287,7 +297,7 @@ def resume_run(
     except BaseException:
         release_run_id(runs_path, run_id)
         raise
-    return _execute(plan, pipeline, chosen, started, progress, prior=checkpoint)
+    return _execute(plan, pipeline, chosen, started, progress, checkpoint, executor)
 
 
 @dataclass
@@ -349,12 +359,14 @@ def _execute(
     started: float,
     progress,
     prior: Checkpoint | None,
+    executor: Executor | None = None,
 ) -> RunResult:
     """Index, answer (checkpointed), evaluate and store one run whose id this process holds."""
     run_id, runs_path, data = plan.run_id, plan.runs_dir, plan.data
     checkpoint, path, total, resumable = prior, None, len(chosen), True
+    executor = executor or LocalExecutor()
     try:
-        report = pipeline.index(data)
+        report = pipeline.index(data, executor)
         query_ids = pipeline.select_queries(chosen)
         if not query_ids:
             raise UsageError(
@@ -374,7 +386,7 @@ def _execute(
                 runs_path, run_id, {**plan.header, "query_ids": query_ids}
             )
         saver = _Saver(checkpoint, pipeline, started)
-        results = pipeline.answer(queries, plan.depth, progress, checkpoint=saver)
+        results = pipeline.answer(queries, plan.depth, progress, saver, executor)
         tables = build_traces(
             run_id,
             data,
@@ -398,6 +410,7 @@ def _execute(
             plan.created,
             started,
         )
+        manifest["executor"] = executor.describe()
         manifest["usage"] = saver.usage()
         manifest["duration_s"] = saver.elapsed()
         if prior is not None:
@@ -407,17 +420,17 @@ def _execute(
             }
         path = write_run(runs_path, run_id, manifest, tables)
     except KeyboardInterrupt:
-        stored = (runs_path / run_id).is_dir()
+        stored = is_stored(runs_path, run_id)
         kept = len(checkpoint) if checkpoint is not None else 0
         raise RunInterrupted(run_id, runs_path, kept, total, stored) from None
     except RagBenchError as error:
-        stored = (runs_path / run_id).is_dir()
+        stored = is_stored(runs_path, run_id)
         if resumable and checkpoint is not None and len(checkpoint) and not stored:
             error.hint = _resume_hint(error, checkpoint, total)
         raise
     finally:
         if checkpoint is not None and (
-            path is not None or (runs_path / run_id).is_dir() or not len(checkpoint)
+            path is not None or is_stored(runs_path, run_id) or not len(checkpoint)
         ):
             checkpoint.remove()
         release_run_id(runs_path, run_id)

@@ -80,12 +80,16 @@ class EnglishAnalyzer:
         from bm25s.stopwords import STOPWORDS_EN
 
         self.stopwords = frozenset(STOPWORDS_EN) if stopwords else frozenset()
-        self.stemmer = None
-        if stem:
-            import Stemmer
-
-            self.stemmer = Stemmer.Stemmer("english")
+        self.stemmer = _snowball_english() if stem else None
         self._stems: dict[str, str] = {}
+
+    def __getstate__(self) -> dict:
+        """A copy for another process (a Ray task): the stemmer, a C object, is made anew."""
+        return {**self.__dict__, "stemmer": self.stemmer is not None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.stemmer = _snowball_english() if state["stemmer"] else None
 
     def words(self, text: str) -> list[str]:
         """Lower-cased words without stopwords, before stemming."""
@@ -105,6 +109,12 @@ class EnglishAnalyzer:
 
     def terms_many(self, texts: Sequence[str]) -> list[list[str]]:
         return [self.terms(text) for text in texts]
+
+
+def _snowball_english():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
 
 
 def fold_width(text: str) -> str:

@@ -189,7 +189,7 @@ def test_an_endpoint_that_gives_up_mid_run_keeps_the_checkpoint_and_says_how_to_
 ):
     runs = tmp_path / "runs"
     monkeypatch.setattr(compose, "BATCH", 8)
-    real = compose.Pipeline._respond_block
+    real = compose.Pipeline.answer_block
     calls = []
 
     def flaky(self, *args):
@@ -198,7 +198,7 @@ def test_an_endpoint_that_gives_up_mid_run_keeps_the_checkpoint_and_says_how_to_
             raise EndpointError("http://llm/v1/chat/completions failed 5 time(s)", "check it")
         return real(self, *args)
 
-    monkeypatch.setattr(compose.Pipeline, "_respond_block", flaky)
+    monkeypatch.setattr(compose.Pipeline, "answer_block", flaky)
     with pytest.raises(EndpointError) as info:
         run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
     run_id = hidden(runs)[0].removeprefix(".partial-")
@@ -206,7 +206,7 @@ def test_an_endpoint_that_gives_up_mid_run_keeps_the_checkpoint_and_says_how_to_
         f"(fix: check it; then resume with `rag-bench run --resume {run_id} --runs-dir {runs}` "
         "(16 of 30 queries are checkpointed))"
     )
-    monkeypatch.setattr(compose.Pipeline, "_respond_block", real)
+    monkeypatch.setattr(compose.Pipeline, "answer_block", real)
     assert_same_traces(resume_run(run_id, runs_dir=runs).path, clean)
 
 
@@ -216,7 +216,7 @@ def test_a_failure_before_any_answer_leaves_nothing(tmp_path, monkeypatch, cache
     def broken(self, *args):
         raise EndpointError("http://llm/v1 answered HTTP 401", "set OPENAI_API_KEY")
 
-    monkeypatch.setattr(compose.Pipeline, "_respond_block", broken)
+    monkeypatch.setattr(compose.Pipeline, "answer_block", broken)
     with pytest.raises(EndpointError) as info:
         run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
     assert "resume" not in str(info.value)

@@ -297,6 +297,27 @@ class LLMJudge:
         with self._lock:
             self._stats[name] += 1
 
+    def tally(self) -> dict:
+        """The raw counts behind :meth:`usage`."""
+        with self._lock:
+            stats = dict(self._stats)
+        return {"client": self.client.tally(), "stats": stats}
+
+    def absorb(self, counts: dict) -> None:
+        """Add counts made by a copy of this judge (a task of a Ray run)."""
+        self.client.absorb(counts.get("client", {}))
+        with self._lock:
+            self._stats.update(counts.get("stats", {}))
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def usage(self) -> dict:
         with self._lock:
             stats = dict(self._stats)

@@ -17,6 +17,7 @@ from rag_bench.dataset import Dataset, Query
 from rag_bench.errors import UsageError
 from rag_bench.evaluation.claims import SplitClaim, split_claims
 from rag_bench.evaluation.judges import Verdict
+from rag_bench.executors import Executor, LocalExecutor
 from rag_bench.pipeline.chunking import Chunk, chunk_corpus
 from rag_bench.pipeline.dense import DenseIndex
 from rag_bench.pipeline.generate import Generation
@@ -96,8 +97,9 @@ class Pipeline:
 
     # --- indexing ---------------------------------------------------------------------
 
-    def index(self, dataset: Dataset) -> IndexReport:
+    def index(self, dataset: Dataset, executor: Executor | None = None) -> IndexReport:
         report = IndexReport()
+        executor = executor or LocalExecutor()
         started = time.perf_counter()
         self.chunks = chunk_corpus(self.chunker, dataset.docs.values())
         report.n_chunks = len(self.chunks)
@@ -111,7 +113,9 @@ class Pipeline:
                 retriever.bind(dataset, self.chunks)
                 report.cached[retriever.stage] = False
             else:
-                report.cached[retriever.stage] = self._fit_cached(retriever, texts, fingerprint)
+                report.cached[retriever.stage] = self._fit_cached(
+                    retriever, texts, fingerprint, executor
+                )
             report.seconds[f"index_{retriever.stage}"] = time.perf_counter() - started
         for component in (self.reranker, self.generator, self.judge):
             if component is not None and hasattr(component, "prepare"):
@@ -122,7 +126,9 @@ class Pipeline:
                 )
         return report
 
-    def _fit_cached(self, retriever, texts: list[str], fingerprint: str) -> bool:
+    def _fit_cached(
+        self, retriever, texts: list[str], fingerprint: str, executor: Executor
+    ) -> bool:
         material = {
             "index": retriever.cache_material(),
             "analyzer": self.config.get("analyzer", {"name": "en"}),
@@ -132,7 +138,7 @@ class Pipeline:
 
         def fit():
             if blockwise:
-                self._embed_in_blocks(retriever, texts, material)
+                self._embed_in_blocks(retriever, texts, material, executor)
             else:
                 retriever.fit(texts, self.analyzer)
             return retriever
@@ -146,27 +152,36 @@ class Pipeline:
             self.cache.blocks(retriever.stage, material).discard()
         return hit
 
-    def _embed_in_blocks(self, index, texts: list[str], material: dict) -> None:
+    def _embed_in_blocks(self, index, texts: list[str], material: dict, executor: Executor) -> None:
         """Embed the corpus ``EMBED_BLOCK`` texts at a time, keeping each finished block in the
         cache, so an interrupted indexing of a big corpus resumes from the last finished block.
         Blocks are a whole number of the encoder's batches: the requests, and so the
-        embeddings, are the same as in one pass."""
+        embeddings, are the same as in one pass. Blocks not in the cache are embedded through
+        the executor (on a Ray cluster: in parallel, on the workers)."""
         encoder = index.encoder
         batch = max(int(getattr(encoder, "batch_size", 1) or 1), 1)
         size = math.ceil(EMBED_BLOCK / batch) * batch
         blocks = self.cache.blocks(index.stage, material)
-        parts = []
+        parts: list[np.ndarray | None] = []
+        missing = []
         for number, start in enumerate(range(0, len(texts), size)):
             part = texts[start : start + size]
             vectors = blocks.load(number)
             if vectors is None or vectors.shape[0] != len(part):
-                vectors = np.asarray(encoder.fit(part, self.analyzer))
-                blocks.save(number, vectors)
+                missing.append((number, part))
+                vectors = None
             parts.append(vectors)
+        work = [part for _, part in missing]
+        found = executor.map(_embed_block, (encoder, self.analyzer), work)
+        for (number, _), (vectors, counted) in zip(missing, found):
+            if executor.isolated:
+                _absorb({"encoder": encoder}, counted)
+            blocks.save(number, vectors)
+            parts[number] = vectors
         index.embeddings = np.vstack(parts)
 
-    def usage(self) -> dict[str, dict]:
-        """What the components that call paid services consumed (requests, tokens, cost)."""
+    def _metered(self) -> dict[str, Any]:
+        """The components that may call paid services, by slot."""
         parts = {
             "retriever": self.retrievers[0] if self.retrievers else None,
             "encoder": getattr(self.retrievers[-1], "encoder", None),
@@ -174,9 +189,15 @@ class Pipeline:
             "generator": self.generator,
             "judge": self.judge,
         }
-        return {
-            slot: c.usage() for slot, c in parts.items() if c is not None and hasattr(c, "usage")
-        }
+        return {slot: c for slot, c in parts.items() if c is not None}
+
+    def usage(self) -> dict[str, dict]:
+        """What the components that call paid services consumed (requests, tokens, cost)."""
+        return {slot: c.usage() for slot, c in self._metered().items() if hasattr(c, "usage")}
+
+    def tally(self) -> dict[str, dict]:
+        """The raw counts behind :meth:`usage`, which add up across copies of the pipeline."""
+        return _tally(self._metered())
 
     # --- querying ---------------------------------------------------------------------
 
@@ -203,86 +224,111 @@ class Pipeline:
         depth: int,
         progress=None,
         checkpoint: AnswerCheckpoint | None = None,
+        executor: Executor | None = None,
     ) -> list[QueryResult]:
         """Retrieve, fuse, rerank and generate for every query.
 
-        Batched stages report their time divided evenly over the queries. With a
-        ``checkpoint``, each block of generated and judged queries is saved as it completes,
-        and a query already answered there from the same ranking is not generated again.
+        The work goes to the ``executor`` in blocks of ``BATCH`` queries: first ranking
+        (retrieval, fusion and a reranker that looks at one query at a time), then answering
+        (generation, claims, judging). A reranker that learns across queries
+        (``learns_across_queries``) reranks all of them here, between the two. A batched
+        stage's time is divided evenly over the queries of its block. With a ``checkpoint``,
+        each block of generated and judged queries is saved as it completes, and a query
+        already answered there from the same ranking is not generated again.
         """
+        executor = executor or LocalExecutor()
+        queries = list(queries)
+        rerank_here = self.reranker is not None and not getattr(
+            self.reranker, "learns_across_queries", False
+        )
+        stages: list[dict[str, Hits]] = []
+        timings: list[dict[str, float]] = []
+        blocks = [queries[i : i + BATCH] for i in range(0, len(queries), BATCH)]
+        work = [(block, depth, rerank_here) for block in blocks]
+        for block, (ranked, spent, counted) in zip(blocks, executor.map(_rank_block, self, work)):
+            self._absorb(counted, executor)
+            stages.extend(ranked)
+            timings.extend(dict(spent) for _ in block)
+        if self.reranker is not None and not rerank_here:
+            spent = self._rerank(queries, stages)
+            for t in timings:
+                t.update(spent)
+        return self._respond(queries, stages, timings, progress, checkpoint, executor)
+
+    def rank(
+        self, queries: Sequence[Query], depth: int, rerank: bool = True
+    ) -> tuple[list[dict[str, Hits]], dict[str, float]]:
+        """Every stage's ranking for every query (batched), and the ms spent per query."""
         n = max(len(queries), 1)
         retrieved, latency = self.retrieve(queries, depth)
-        per_query = [
-            {name: hits[i] for name, hits in retrieved.items()} for i in range(len(queries))
-        ]
-        stages = [dict(r) for r in per_query]
+        stages = [{name: hits[i] for name, hits in retrieved.items()} for i in range(len(queries))]
         if self.fuser is not None:
             started = time.perf_counter()
             for s in stages:
                 s["fusion"] = self.fuser.fuse([s[r.stage] for r in self.retrievers], depth)
             latency["fusion"] = 1000 * (time.perf_counter() - started) / n
-        if self.reranker is not None:
-            started = time.perf_counter()
-            current = [list(s.values())[-1] for s in stages]
-            for s, hits in zip(stages, self.reranker.rerank_all(queries, current, per_query)):
-                s["rerank"] = hits
-            latency["rerank"] = 1000 * (time.perf_counter() - started) / n
         retrieve_ms = sum(latency.pop(r.stage) for r in self.retrievers)
         timings = {"retrieve": retrieve_ms, **latency}
-        return self._respond(queries, stages, timings, progress, checkpoint)
+        if self.reranker is not None and rerank:
+            timings.update(self._rerank(queries, stages))
+        return stages, timings
+
+    def _rerank(self, queries: Sequence[Query], stages: list[dict[str, Hits]]) -> dict[str, float]:
+        """Add the reranker's stage to every query's stages; the ms it spent per query."""
+        started = time.perf_counter()
+        current = [list(s.values())[-1] for s in stages]
+        retrieved = [{r.stage: s[r.stage] for r in self.retrievers} for s in stages]
+        for s, hits in zip(stages, self.reranker.rerank_all(queries, current, retrieved)):
+            s["rerank"] = hits
+        return {"rerank": 1000 * (time.perf_counter() - started) / max(len(queries), 1)}
+
+    def _absorb(self, counted: dict[str, dict], executor: Executor) -> None:
+        """Counts made by a task on a copy of this pipeline, added to this one's."""
+        if executor.isolated:
+            _absorb(self._metered(), counted)
 
     def _respond(
         self,
         queries: Sequence[Query],
         stages: list[dict[str, Hits]],
-        timings: dict[str, float],
+        timings: list[dict[str, float]],
         progress=None,
         checkpoint: AnswerCheckpoint | None = None,
+        executor: Executor | None = None,
     ) -> list[QueryResult]:
         """Generate answers from the final rankings, split them into claims and judge them, in
-        blocks of ``BATCH`` queries: through the generator's ``generate_all`` and the judge's
-        ``judge_all`` where they have them (components that send requests run them
-        concurrently), one query at a time otherwise. A batched call's time is divided evenly
-        over its queries (for the judge: over the queries with claims to judge)."""
-        results: list[QueryResult] = []
-        items = range(len(queries))
-        for i in progress(items) if progress else items:
-            if i % BATCH == 0:
-                block = slice(i, i + BATCH)
-                if checkpoint is None:
-                    results.extend(self._respond_block(queries[block], stages[block], timings))
-                else:
-                    results.extend(
-                        self._respond_checkpointed(
-                            queries[block], stages[block], timings, checkpoint
-                        )
-                    )
-        return results
-
-    def _respond_checkpointed(
-        self,
-        queries: Sequence[Query],
-        stages: list[dict[str, Hits]],
-        timings: dict[str, float],
-        checkpoint: AnswerCheckpoint,
-    ) -> list[QueryResult]:
-        """One block: answers found in the checkpoint are reused, the rest computed and saved."""
-        keys = [self._answer_key(q, s) for q, s in zip(queries, stages)]
-        found = [
-            self._restore(checkpoint.lookup(q.id, key), s, timings)
-            for q, s, key in zip(queries, stages, keys)
+        blocks of ``BATCH`` queries, each block a task of the executor. Within a block, the
+        generator's ``generate_all`` and the judge's ``judge_all`` take all its queries where
+        they have them (components that send requests run them concurrently), one query at a
+        time otherwise. With a ``checkpoint``, answers found there are reused and only the rest
+        of each block is computed; each block is saved as it completes."""
+        executor = executor or LocalExecutor()
+        results: list[QueryResult | None] = [None] * len(queries)
+        keys: list[str | None] = [None] * len(queries)
+        todo: list[list[int]] = []
+        for start in range(0, len(queries), BATCH):
+            block = range(start, min(start + BATCH, len(queries)))
+            if checkpoint is not None:
+                for i in block:
+                    keys[i] = self._answer_key(queries[i], stages[i])
+                    found = checkpoint.lookup(queries[i].id, keys[i])
+                    results[i] = self._restore(found, stages[i], timings[i])
+            missing = [i for i in block if results[i] is None]
+            if missing:
+                todo.append(missing)
+        work = [
+            ([queries[i] for i in b], [stages[i] for i in b], [timings[i] for i in b]) for b in todo
         ]
-        todo = [i for i, result in enumerate(found) if result is None]
-        if todo:
-            fresh = self._respond_block(
-                [queries[i] for i in todo], [stages[i] for i in todo], timings
-            )
-            for i, result in zip(todo, fresh):
-                found[i] = result
-            records = [_record(queries[i].id, keys[i], found[i]) for i in todo]
-            checkpoint.save([r for r in records if r is not None])
-            pause_point("answer")
-        return found
+        done = executor.map(_respond_block, self, work)
+        for block, (fresh, counted) in zip(todo, progress(done) if progress else done):
+            self._absorb(counted, executor)
+            for i, result in zip(block, fresh):
+                results[i] = result
+            if checkpoint is not None:
+                records = [_record(queries[i].id, keys[i], results[i]) for i in block]
+                checkpoint.save([r for r in records if r is not None])
+                pause_point("answer")
+        return results
 
     def _answer_key(self, query: Query, stages: dict[str, Hits]) -> str:
         """What an answer is computed from: the query and its final chunk ranking."""
@@ -312,12 +358,16 @@ class Pipeline:
         final = list(stages.values())[-1]
         return QueryResult(stages, generation, claims, verdicts, self._context(final), latency)
 
-    def _respond_block(
-        self, queries: Sequence[Query], stages: list[dict[str, Hits]], timings: dict[str, float]
+    def answer_block(
+        self,
+        queries: Sequence[Query],
+        stages: list[dict[str, Hits]],
+        timings: list[dict[str, float]],
     ) -> list[QueryResult]:
+        """Generate, split into claims and judge one block of ranked queries."""
         finals = [list(s.values())[-1] for s in stages]
         ranked = [[self.chunks[p] for p in final.index] for final in finals]
-        latency = [dict(timings) for _ in queries]
+        latency = [dict(t) for t in timings]
         if hasattr(self.generator, "generate_all"):
             started = time.perf_counter()
             generations = self.generator.generate_all(queries, ranked)
@@ -360,6 +410,57 @@ class Pipeline:
             QueryResult(s, g, c, v, ctx, t)
             for s, g, c, v, ctx, t in zip(stages, generations, claims, verdicts, contexts, latency)
         ]
+
+
+# --- the executor's tasks: module-level functions, so that they pickle by reference ----------
+
+
+def _rank_block(pipeline: Pipeline, work) -> tuple[list[dict[str, Hits]], dict, dict]:
+    queries, depth, rerank = work
+    before = pipeline.tally()
+    stages, timings = pipeline.rank(queries, depth, rerank)
+    return stages, timings, _difference(pipeline.tally(), before)
+
+
+def _respond_block(pipeline: Pipeline, work) -> tuple[list[QueryResult], dict]:
+    before = pipeline.tally()
+    results = pipeline.answer_block(*work)
+    return results, _difference(pipeline.tally(), before)
+
+
+def _embed_block(shared, texts: list[str]) -> tuple[np.ndarray, dict]:
+    encoder, analyzer = shared
+    before = _tally({"encoder": encoder})
+    vectors = np.asarray(encoder.fit(texts, analyzer))
+    return vectors, _difference(_tally({"encoder": encoder}), before)
+
+
+def _tally(components: dict[str, Any]) -> dict[str, dict]:
+    return {slot: c.tally() for slot, c in components.items() if hasattr(c, "tally")}
+
+
+def _absorb(components: dict[str, Any], counted: dict[str, dict]) -> None:
+    for slot, counts in counted.items():
+        if slot in components and any(_nonzero(counts)):
+            components[slot].absorb(counts)
+
+
+def _difference(after: Any, before: Any) -> Any:
+    """``after - before`` for numbers and (nested) dicts of them."""
+    if isinstance(after, dict):
+        return {
+            k: _difference(v, before.get(k, 0) if isinstance(before, dict) else 0)
+            for k, v in after.items()
+        }
+    return after - (before or 0)
+
+
+def _nonzero(counts: Any):
+    if isinstance(counts, dict):
+        for value in counts.values():
+            yield from _nonzero(value)
+    else:
+        yield bool(counts)
 
 
 def _embeds_independently(retriever) -> bool:

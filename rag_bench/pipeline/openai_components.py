@@ -128,6 +128,12 @@ class OpenAIGenerator:
     def usage(self) -> dict:
         return {"model": self.model, **self.client.usage()}
 
+    def tally(self) -> dict:
+        return self.client.tally()
+
+    def absorb(self, counts: dict) -> None:
+        self.client.absorb(counts)
+
 
 @component(
     "encoder",
@@ -188,3 +194,9 @@ class OpenAIEncoder:
 
     def usage(self) -> dict:
         return {"model": self.model, **self.client.usage()}
+
+    def tally(self) -> dict:
+        return self.client.tally()
+
+    def absorb(self, counts: dict) -> None:
+        self.client.absorb(counts)

@@ -192,6 +192,9 @@ class ProximityReranker:
     c=1.0,
 )
 class LearnedReranker:
+    # the fold models are trained on the run's other queries: reranking needs them all at once
+    learns_across_queries = True
+
     def __init__(self, top_n: int = 30, folds: int = 5, seed: int = 0, c: float = 1.0):
         _check_top_n(top_n)
         if folds < 2:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,4 +24,6 @@ class TermWeights:
         return self.idf.get(term, self.unseen)
 
     def total(self, terms) -> float:
-        return sum(self[t] for t in terms)
+        """The weights' sum, exactly rounded: the same whatever order a set of terms iterates
+        in (which changes with Python's hash seed from one process to the next)."""
+        return math.fsum(self[t] for t in terms)
