@@ -8,6 +8,9 @@ from click.testing import CliRunner
 from rag_bench.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# the fixture `fake`: a local OpenAI-compatible server
+pytest_plugins = ["fake_openai"]
 EXAMPLE = ROOT / "data" / "example"
 
 

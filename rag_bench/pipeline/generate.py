@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_bench.dataset import Dataset, Query
+from rag_bench.errors import UsageError
 from rag_bench.pipeline.chunking import Chunk
 from rag_bench.pipeline.termstats import TermWeights
 from rag_bench.plugins import component
@@ -123,6 +125,28 @@ def _cite(sentence: str, doc_id: str) -> str:
     if stripped and stripped[-1] in ".!?。！？":
         return f"{stripped[:-1]} [{doc_id}]{stripped[-1]}"
     return f"{stripped} [{doc_id}]."
+
+
+@component(
+    "generator",
+    "delayed",
+    description="the extractive answer after a fixed wait per call: a stand-in for a model "
+    "behind an endpoint, for measuring throughput",
+    delay_ms=200.0,
+    context_k=5,
+    max_sentences=2,
+    min_coverage=0.5,
+)
+class DelayedGenerator(ExtractiveGenerator):
+    def __init__(self, delay_ms: float = 200.0, **extractive):
+        if delay_ms < 0:
+            raise UsageError(f"generator.delay_ms={delay_ms} is below 0", "e.g. 200")
+        super().__init__(**extractive)
+        self.delay_ms = delay_ms
+
+    def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
+        time.sleep(self.delay_ms / 1000)
+        return super().generate(query, context)
 
 
 @component("generator", "recorded", description="replays the answers recorded in answers.jsonl")
