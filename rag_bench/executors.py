@@ -217,7 +217,7 @@ def make_executor(name: str = "local", address: str | None = None, workers: int 
     if name == "local":
         if address:
             raise UsageError("--address is for --executor ray", "drop --address or use ray")
-        return LocalExecutor(workers or 1)
+        return LocalExecutor(1 if workers is None else workers)
     if name == "ray":
         return RayExecutor(address, workers)
     raise UsageError(f"unknown executor {name!r}", f"use one of: {', '.join(EXECUTORS)}")

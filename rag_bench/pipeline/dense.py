@@ -26,11 +26,19 @@ def normalise(matrix: np.ndarray) -> np.ndarray:
 
 
 def cosine_search(queries: np.ndarray, chunks: np.ndarray, depth: int) -> list[Hits]:
-    """Top ``depth`` chunks per query by cosine similarity of unit-length embeddings."""
+    """Top ``depth`` chunks per query by cosine similarity of unit-length embeddings.
+
+    The products run on one BLAS thread: a multi-threaded BLAS sums in an order that depends
+    on its thread count, which would make the scores (in their last bits) depend on the
+    machine, or on the executor (Ray runs each task on one thread). Parallelism comes from the
+    executor's blocks instead."""
+    from threadpoolctl import threadpool_limits
+
     out: list[Hits] = []
-    for start in range(0, len(queries), QUERY_BATCH):
-        scores = queries[start : start + QUERY_BATCH] @ chunks.T
-        out.extend(top_k_rows(scores.astype(np.float64), depth))
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start in range(0, len(queries), QUERY_BATCH):
+            scores = queries[start : start + QUERY_BATCH] @ chunks.T
+            out.extend(top_k_rows(scores.astype(np.float64), depth))
     return out
 
 
