@@ -2,8 +2,11 @@
 
 Views ``runs``, ``queries``, ``metrics``, ``retrieved`` and ``claims`` span every readable run;
 a run whose manifest or Parquet files are missing or corrupt is reported and left out, so the
-others stay queryable. Ad-hoc SQL is read-only: only SELECT-like statements run, and the
-connection can read nothing outside the runs folder unless the caller allows it.
+others stay queryable. The trace views read the hive-partitioned files in place
+(``read_parquet(..., hive_partitioning=true)``, which adds ``run_id`` and ``variant`` from the
+paths); on an object store, DuckDB scans them through pyarrow datasets. Ad-hoc SQL is
+read-only: only SELECT-like statements run, and the connection can read nothing outside the
+runs folder unless the caller allows it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ from pathlib import Path
 import pandas as pd
 
 from rag_bench.errors import RagBenchError
-from rag_bench.store import TABLES, read_manifest, run_folders
+from rag_bench.runs_fs import RunsFolder, runs_folder
+from rag_bench.store import (
+    TABLES,
+    RunLocation,
+    committed_ids,
+    legacy_runs,
+    partitions,
+    read_manifest,
+    view_schema,
+)
 
 READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN")
 
@@ -23,7 +35,7 @@ READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN")
 @dataclass(frozen=True)
 class StoredRun:
     run_id: str
-    path: Path
+    path: RunLocation  # where its manifest and table partitions are
     manifest: dict
 
     @property
@@ -37,32 +49,47 @@ class StoredRun:
 
 @dataclass
 class Store:
-    """The runs of one folder: the readable ones and, apart, the broken ones with the reason."""
+    """The runs of one folder: the readable ones and, apart, the broken ones with the reason
+    (runs of the first layout among them, until ``rag-bench runs --upgrade`` rewrites them)."""
 
-    root: Path
+    root: RunsFolder
     runs: list[StoredRun] = field(default_factory=list)
     broken: dict[str, RagBenchError] = field(default_factory=dict)
+    removable: dict[str, RunLocation | Path] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, root: str | Path) -> Store:
-        import pyarrow.parquet as pq
-
-        store = cls(Path(root))
-        for folder in run_folders(store.root):
+    def open(cls, root: str | Path | RunsFolder | None) -> Store:
+        """The committed runs of a folder (path or URL; None: the default runs folder)."""
+        store = cls(runs_folder(root))
+        store.root.check()  # a missing bucket is a mistake, unlike a missing local folder
+        ids = committed_ids(store.root)
+        placed = None if store.root.local is not None else partitions(store.root)
+        for run_id in ids:
+            location = RunLocation(store.root, run_id, None)
+            store.removable[run_id] = location
             try:
-                manifest = read_manifest(folder)
-                for table in TABLES:
-                    pq.read_metadata(folder / f"{table}.parquet")
+                manifest = read_manifest(location)
+                location = RunLocation(store.root, run_id, str(manifest.get("variant")))
+                _check_tables(location, placed)
             except RagBenchError as exc:
-                store.broken[folder.name] = exc
+                store.broken[run_id] = exc
                 continue
             except (OSError, ValueError) as exc:
-                reason = f"run {folder.name} is unreadable: {_first_line(exc)}"
-                store.broken[folder.name] = RagBenchError(
-                    reason, "remove it with `rag-bench rm --yes`"
-                )
+                reason = f"run {run_id} is unreadable: {_first_line(exc)}"
+                store.broken[run_id] = RagBenchError(reason, "remove it with `rag-bench rm --yes`")
                 continue
-            store.runs.append(StoredRun(folder.name, folder, manifest))
+            store.runs.append(StoredRun(run_id, location, manifest))
+        for run_id, folder in legacy_runs(store.root).items():
+            if run_id in ids:
+                continue  # already rewritten; the old folder is a leftover of the upgrade
+            store.removable[run_id] = folder
+            store.broken[run_id] = RagBenchError(
+                f"run {run_id} is stored in the first layout ({folder}), "
+                "which this rag-bench does not read",
+                "rewrite the runs of that folder with `rag-bench runs --upgrade"
+                + ("" if store.root == runs_folder(None) else f" --runs-dir {store.root}")
+                + "`",
+            )
         return store
 
     def get(self, ref: str) -> StoredRun:
@@ -94,8 +121,8 @@ class Store:
         names = ", ".join(r.run_id for r in matching[:10])
         raise RagBenchError(f"run id prefix {ref!r} is ambiguous: {names}", "give more of the id")
 
-    def folder(self, ref: str) -> Path:
-        """The folder of a run, readable or not (``rm`` must be able to remove a broken run)."""
+    def folder(self, ref: str) -> RunLocation | Path:
+        """Where a run is, readable or not (``rm`` must be able to remove a broken run)."""
         broken = [name for name in self.broken if name == ref] or [
             name for name in self.broken if name.startswith(ref)
         ]
@@ -103,7 +130,7 @@ class Store:
             return self.get(ref).path
         except RagBenchError:
             if len(broken) == 1:
-                return self.root / broken[0]
+                return self.removable[broken[0]]
             raise
 
     def runs_frame(self) -> pd.DataFrame:
@@ -148,29 +175,20 @@ class Store:
     def connect(self, runs: list[StoredRun] | None = None, allow_files: bool = False):
         """A DuckDB connection with the five views over ``runs`` (default: all readable runs)."""
         import duckdb
-        import pyarrow as pa
-
-        from rag_bench.store import _schemas
 
         chosen = self.runs if runs is None else runs
         con = duckdb.connect()
         con.register("runs_frame", self.runs_frame())
         con.execute("CREATE VIEW runs AS SELECT * FROM runs_frame")
-        schemas = _schemas()
         for table in TABLES:
-            files = [str(r.path / f"{table}.parquet") for r in chosen]
-            if files:
-                listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-                con.execute(
-                    f"CREATE VIEW {table} AS "
-                    f"SELECT * FROM read_parquet([{listing}], union_by_name=true)"
-                )
-            else:
-                con.register(f"{table}_empty", pa.Table.from_pylist([], schema=schemas[table]))
-                con.execute(f"CREATE VIEW {table} AS SELECT * FROM {table}_empty")
+            source = _table_source(con, table, [r.path for r in chosen])
+            con.execute(
+                f"CREATE VIEW {table} AS "
+                f"SELECT run_id, variant, * EXCLUDE (run_id, variant) FROM {source}"
+            )
         if not allow_files:
-            root = str(self.root.resolve())
-            con.execute(f"SET allowed_directories=['{root.replace(chr(39), chr(39) * 2)}/']")
+            allowed = [] if self.root.local is None else [_quoted(self.root.root + "/")]
+            con.execute(f"SET allowed_directories=[{', '.join(allowed)}]")
             con.execute("SET enable_external_access=false")
             con.execute("SET lock_configuration=true")
         return con
@@ -213,6 +231,55 @@ class Store:
             described = con.sql(f"DESCRIBE {view}").df()[["column_name", "column_type"]]
             frames.append(described.assign(view=view))
         return pd.concat(frames, ignore_index=True)[["view", "column_name", "column_type"]]
+
+
+def _check_tables(run: RunLocation, placed: dict | None) -> None:
+    """Fail (OSError, ValueError) when a table of the run is missing or not Parquet: locally by
+    reading each footer; remotely against one listing of the partitions."""
+    import pyarrow.parquet as pq
+
+    for table in TABLES:
+        if placed is None:
+            pq.read_metadata(run.table_file(table))
+        elif run.table_parts(table)[:3] not in placed.get(run.run_id, []):
+            raise FileNotFoundError(f"{run.runs.url(*run.table_parts(table))} is missing")
+
+
+HIVE_TYPES = "hive_types={'variant': 'VARCHAR', 'run_id': 'VARCHAR'}"
+
+
+def _table_source(con, table: str, runs: list[RunLocation]) -> str:
+    """A FROM clause over one table of ``runs``, with run_id and variant from the paths."""
+    import pyarrow as pa
+
+    if not runs:
+        con.register(f"{table}_empty", pa.Table.from_pylist([], schema=view_schema(table)))
+        return f"{table}_empty"
+    folder = runs[0].runs
+    files = [run.table_file(table) for run in runs]
+    if folder.local is not None:
+        listing = ", ".join(_quoted(f) for f in files)
+        return (
+            f"read_parquet([{listing}], hive_partitioning=true, {HIVE_TYPES}, union_by_name=true)"
+        )
+    import pyarrow.dataset as ds
+
+    keys = pa.schema([("variant", pa.string()), ("run_id", pa.string())])
+    schema = view_schema(table)
+    dataset = ds.dataset(
+        files,
+        schema=schema,
+        format="parquet",
+        filesystem=folder.fs,
+        partitioning=ds.partitioning(keys, flavor="hive"),
+        partition_base_dir=folder.path(table),
+    )
+    con.register(f"{table}_dataset", dataset)
+    return f"{table}_dataset"
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _first_line(exc: Exception) -> str:

@@ -184,8 +184,10 @@ def _slices(metrics: pd.DataFrame, queries: pd.DataFrame, slice_by: str) -> pd.D
 
 
 def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
-    frame = pd.read_parquet(run.path / "metrics.parquet")
-    queries = pd.read_parquet(run.path / "queries.parquet")
+    from rag_bench.store import read_table
+
+    frame = read_table(run.path, "metrics")
+    queries = read_table(run.path, "queries")
     names = metrics or headline_metrics(run.manifest.get("ks", [10]))
     known = set(frame["metric"])
     for name in names:

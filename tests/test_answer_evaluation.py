@@ -14,14 +14,15 @@ from rag_bench.evaluation.claims import SplitClaim
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES, diagnose
 from rag_bench.evaluation.judges import Verdict
 from rag_bench.pipeline.chunking import Chunk
+from rag_bench.store import committed_ids, locate, read_table
 from rag_bench.text import EnglishAnalyzer
 
 SEED = ROOT / "data" / "seed-example"
 
 
 def stored(run_dir, table):
-    (folder,) = [p for p in run_dir.iterdir() if not p.name.startswith(".")]
-    return pd.read_parquet(folder / f"{table}.parquet")
+    (run_id,) = committed_ids(run_dir)
+    return read_table(locate(run_dir, run_id), table)
 
 
 def test_seed_worked_example_through_the_cli(rag_bench, tmp_path):

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from rag_bench import Qrels, Run, evaluate_run
 from rag_bench.analysis import Store
-from rag_bench.store import TABLES, _schemas, read_manifest, write_run
+from rag_bench.store import TABLES, _schemas, read_manifest, read_table, write_run
 
 CUTOFFS = (1, 2, 3, 5, 10)
 FAMILIES = ("precision", "recall", "hit", "mrr", "ndcg", "ndcg_exp", "map")
@@ -289,7 +289,7 @@ def test_store_round_trip_keeps_every_value(tables, extra):
         for table in TABLES:
             columns = schemas[table].names
             expected = _plain(tables[table], columns)
-            assert _plain(pd.read_parquet(path / f"{table}.parquet"), columns) == expected, table
+            assert _plain(read_table(path, table), columns) == expected, table
             viewed = con.sql(f"SELECT * FROM {table}").df()
             assert _plain(viewed, columns) == expected, table
             if table == "metrics" and len(expected):

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from runs_helpers import locate, manifest_file, read_table, write_table
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
 from rag_bench.analysis import Store
@@ -62,29 +63,31 @@ def poisoned(store, tmp_path_factory):
     target = tmp_path_factory.mktemp("poisoned") / "runs"
     shutil.copytree(runs, target)
     for run_id in ids.values():  # the scatter shows the first run's text, the traces the last's
-        queries = pd.read_parquet(target / run_id / "queries.parquet")
+        run = locate(target, run_id)
+        queries = read_table(run, "queries")
         queries["query"] = PAYLOAD + " " + queries["query"]
         queries["answer"] = PAYLOAD
-        queries.to_parquet(target / run_id / "queries.parquet", index=False)
-    folder = target / ids["hybrid_rerank"]
-    retrieved = pd.read_parquet(folder / "retrieved.parquet")
+        write_table(run, "queries", queries)
+    run = locate(target, ids["hybrid_rerank"])
+    retrieved = read_table(run, "retrieved")
     top = (retrieved["stage"] == "documents") & (retrieved["rank"] == 1)
     retrieved.loc[top, "doc_id"] = "doc" + PAYLOAD
-    retrieved.to_parquet(folder / "retrieved.parquet", index=False)
-    claims = pd.read_parquet(folder / "claims.parquet")
+    write_table(run, "retrieved", retrieved)
+    claims = read_table(run, "claims")
     claims["text"] = PAYLOAD
     claims["reason"] = PAYLOAD
     claims["citations"] = [["cite" + PAYLOAD] for _ in range(len(claims))]
-    claims.to_parquet(folder / "claims.parquet", index=False)
-    manifest = json.loads((folder / "manifest.json").read_text())
+    write_table(run, "claims", claims)
+    path = manifest_file(target, ids["hybrid_rerank"])
+    manifest = json.loads(path.read_text())
     manifest["params"]["retriever"]["method"] = PAYLOAD
     manifest["dataset"]["name"] = PAYLOAD
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    path.write_text(json.dumps(manifest))
     return target, ids
 
 
 def read(runs, run_id, table):
-    return pd.read_parquet(runs / run_id / f"{table}.parquet")
+    return read_table(locate(runs, run_id), table)
 
 
 # --- the tables --------------------------------------------------------------------------

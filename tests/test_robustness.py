@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from runs_helpers import locate, manifest_file, read_table
 
 from conftest import SHIPPED
 from rag_bench.runner import Selection, run_variant
-from rag_bench.store import PAUSE_ENV, TABLES
+from rag_bench.store import MANIFESTS, PAUSE_ENV, TABLES, committed_ids, partitions, runs_folder
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -107,39 +108,40 @@ class Process:
 
 
 def visible(runs: Path) -> list[str]:
-    return (
-        sorted(p.name for p in runs.iterdir() if not p.name.startswith("."))
-        if runs.exists()
-        else []
-    )
+    """What an engine reading the folder in place could see: committed runs, runs with table
+    partitions (committed or not), and anything else not hidden outside the layout."""
+    if not runs.exists():
+        return []
+    layout = {*TABLES, MANIFESTS}
+    others = {p.name for p in runs.iterdir() if not p.name.startswith(".") and p.name not in layout}
+    return sorted(others | set(committed_ids(runs)) | set(partitions(runs_folder(runs))))
 
 
 def hidden(runs: Path) -> list[str]:
     return sorted(p.name for p in runs.iterdir() if p.name.startswith(".")) if runs.exists() else []
 
 
-def comparable(folder: Path) -> dict[str, pd.DataFrame]:
+def comparable(run) -> dict[str, pd.DataFrame]:
     """A stored run's tables without what legitimately differs between two runs (id, latency)."""
     out = {}
     for table in TABLES:
-        frame = pd.read_parquet(folder / f"{table}.parquet")
+        frame = read_table(run, table)
         drop = [c for c in frame.columns if c in VOLATILE or c.startswith("latency_ms")]
         out[table] = frame.drop(columns=drop).reset_index(drop=True)
     return out
 
 
-def assert_same_traces(a: Path, b: Path) -> None:
+def assert_same_traces(a, b) -> None:
     left, right = comparable(a), comparable(b)
     for table in TABLES:
         pd.testing.assert_frame_equal(left[table], right[table], check_exact=True, obj=table)
 
 
 def age(runs: Path, seconds: float = 600) -> None:
-    """Make every hidden leftover look old (stale leftovers are removed only after a minute)."""
+    """Make every leftover look old (stale leftovers are removed only after a minute)."""
     past = time.time() - seconds
-    for path in runs.iterdir():
-        if path.name.startswith("."):
-            os.utime(path, (past, past))
+    for path in runs.rglob("*"):
+        os.utime(path, (past, past))
 
 
 # --- fixtures ------------------------------------------------------------------------------------
@@ -214,8 +216,8 @@ def test_an_interrupted_run_stores_nothing_visible_and_says_so_in_one_line(
     resumed = resume_in_process(rag_bench, runs, run_id)
     assert f"stored run {run_id}" in resumed.stderr
     assert visible(runs) == [run_id] and hidden(runs) == []
-    assert_same_traces(runs / run_id, clean)
-    manifest = json.loads((runs / run_id / "manifest.json").read_text())
+    assert_same_traces(locate(runs, run_id), clean)
+    manifest = json.loads(manifest_file(runs, run_id).read_text())
     assert manifest["resumed"]["queries_from_checkpoint"] == 30
 
 
@@ -248,7 +250,7 @@ def test_kill_9_leaves_only_hidden_leftovers_that_disturb_nothing(
         # the dead process's lock is taken over; the checkpoint (and, after writing, the staging
         # folder) finish the run with the traces of an uninterrupted one
         resume_in_process(rag_bench, runs, run_id[:-2])
-        assert_same_traces(runs / run_id, clean)
+        assert_same_traces(locate(runs, run_id), clean)
         assert visible(runs) == [run_id]
 
     # the next run removes whatever the killed process left behind
@@ -271,7 +273,7 @@ def test_a_checkpoint_with_answers_survives_the_cleaning_until_resumed(
     assert partial.startswith(".partial-")
     run_id = partial.removeprefix(".partial-")
     resume_in_process(rag_bench, runs, run_id)
-    assert_same_traces(runs / run_id, clean)
+    assert_same_traces(locate(runs, run_id), clean)
     assert hidden(runs) == []
 
 
@@ -284,7 +286,7 @@ def test_two_runs_at_once_on_one_runs_folder_and_a_cold_cache(tmp_path):
     ids = visible(runs)
     assert len(ids) == 2 and ids[0] != ids[1]
     assert hidden(runs) == []
-    assert_same_traces(runs / ids[0], runs / ids[1])
+    assert_same_traces(locate(runs, ids[0]), locate(runs, ids[1]))
     # both built the same index entries; each entry is stored once and whole
     entries = sorted(p.name for p in cache.iterdir())
     assert [e.split("-")[0] for e in entries] == ["bm25"], entries

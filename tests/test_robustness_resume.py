@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from runs_helpers import locate, manifest_file
 from test_robustness import Process, assert_same_traces, hidden, visible
 
 from conftest import SHIPPED, assert_one_line_error
@@ -81,8 +82,8 @@ def test_resume_reuses_the_checkpoint_and_ends_like_an_uninterrupted_run(
     assert out.exit_code == 0, out.stderr
     assert out.stdout.startswith("category,variant,n,")  # the usual summary
     assert visible(runs) == [stop.run_id] and hidden(runs) == []
-    assert_same_traces(runs / stop.run_id, clean)
-    manifest = json.loads((runs / stop.run_id / "manifest.json").read_text())
+    assert_same_traces(locate(runs, stop.run_id), clean)
+    manifest = json.loads(manifest_file(runs, stop.run_id).read_text())
     assert manifest["resumed"]["queries_from_checkpoint"] == 16
     assert manifest["run_id"] == stop.run_id and manifest["status"] == "complete"
 
@@ -151,7 +152,7 @@ def test_resume_refs_that_name_nothing_to_resume(interrupted, clean, rag_bench):
         stop.run_id,
     )
     assert_one_line_error(
-        rag_bench("run", "--resume", clean.name, "--runs-dir", clean.parent),
+        rag_bench("run", "--resume", clean.name, "--runs-dir", clean.runs),
         f"run {clean.name} is complete",
     )
     assert_one_line_error(rag_bench("run", "--runs-dir", runs), "no --variant given")

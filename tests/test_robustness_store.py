@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runs_helpers import copy_run, locate, table_file
 from test_robustness import COMMAND, assert_same_traces, hidden, visible
 
 from conftest import SHIPPED, assert_one_line_error
@@ -88,7 +89,7 @@ def test_a_full_disk_while_writing_the_run_keeps_nothing_but_the_checkpoint(
     assert out.exit_code == 2 and visible(runs) == []
     monkeypatch.setattr(pq, "write_table", real)
     assert rag_bench("run", "--resume", run_id, "--runs-dir", runs).exit_code == 0
-    assert_same_traces(runs / run_id, clean)
+    assert_same_traces(locate(runs, run_id), clean)
     assert hidden(runs) == []
 
 
@@ -153,7 +154,7 @@ def _read_only_command(runs: Path, args: list) -> list[str] | None:
 def test_a_read_only_runs_folder_is_a_one_line_error_and_stays_readable(tmp_path, rag_bench, clean):
     runs = tmp_path / "runs"
     runs.mkdir()
-    shutil.copytree(clean, runs / clean.name)
+    copy_run(clean, runs)
     before = fingerprint(runs)
     attempts = [[*SMOKE_RUN, "--runs-dir", runs], ["runs", "--runs-dir", runs, "--format", "csv"]]
     if os.geteuid() != 0:
@@ -195,26 +196,25 @@ def test_an_uncreatable_runs_folder_is_a_one_line_error(tmp_path, rag_bench):
     )
 
 
-# --- a run folder with a missing Parquet file ---------------------------------------------------
+# --- a run with a missing Parquet file -----------------------------------------------------------
 
 
 def test_a_run_missing_a_parquet_file_is_reported_and_the_others_stay_usable(
     tmp_path, rag_bench, clean
 ):
     runs = tmp_path / "runs"
-    shutil.copytree(clean, runs / clean.name)
+    copy_run(clean, runs)
     broken = "20000101-000000-baseline-beef"
-    shutil.copytree(clean, runs / broken)
-    (runs / broken / "retrieved.parquet").unlink()
+    table_file(copy_run(clean, runs, broken), "retrieved").unlink()
     listed = rag_bench("runs", "--runs-dir", runs, "--format", "json")
     assert listed.exit_code == 0
     rows = {row["run_id"]: row for row in json.loads(listed.stdout)}
     assert rows[clean.name]["status"] == "complete" and rows[clean.name]["ndcg@10"] > 0
     assert rows[broken]["status"].startswith(f"unreadable: run {broken} is unreadable")
-    assert "retrieved.parquet" in rows[broken]["status"]
+    assert f"retrieved/variant=baseline/run_id={broken}/part-0.parquet" in rows[broken]["status"]
     [warning] = listed.stderr.strip().splitlines()
     assert warning.startswith(f"warning: skipped: run {broken} is unreadable")
-    assert "retrieved.parquet" in warning
+    assert f"retrieved/variant=baseline/run_id={broken}" in warning
     sql = rag_bench(
         "sql", "SELECT DISTINCT run_id FROM retrieved", "--runs-dir", runs, "--format", "csv"
     )

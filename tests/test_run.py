@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -10,7 +11,7 @@ import pytest
 
 from conftest import SHIPPED, assert_one_line_error
 from rag_bench.runner import DEFAULT_KS, Selection, run_variant
-from rag_bench.store import TABLES
+from rag_bench.store import TABLES, committed_ids, read_table
 from rag_bench.traces import ranking_measures
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -25,20 +26,22 @@ def smoke_runs(tmp_path_factory):
     }
 
 
-def test_run_folder_has_manifest_and_every_table(smoke_runs):
+def test_run_has_a_manifest_and_a_partition_of_every_table(smoke_runs):
     result = smoke_runs["hybrid_rerank"]
-    assert sorted(p.name for p in result.path.iterdir()) == sorted(
-        [*(f"{t}.parquet" for t in TABLES), "manifest.json"]
-    )
-    manifest = json.loads((result.path / "manifest.json").read_text())
-    assert manifest["run_id"] == result.path.name and manifest["schema_version"] == 1
+    runs, run_id = Path(result.path.runs.root), result.run_id
+    for table in TABLES:
+        partition = runs / table / "variant=hybrid_rerank" / f"run_id={run_id}"
+        assert [p.name for p in partition.iterdir()] == ["part-0.parquet"]
+    manifest = json.loads((runs / "_manifests" / f"{run_id}.json").read_text())
+    assert manifest["run_id"] == result.path.name and manifest["schema_version"] == 2
     assert manifest["variant"] == "hybrid_rerank" and manifest["status"] == "complete"
     assert manifest["params"]["reranker"]["name"] == "ltr"
     assert manifest["dataset"]["name"] == "kestrel-kb" and len(manifest["dataset"]["sha256"]) == 64
     assert manifest["selection"]["tag"] == "smoke" and manifest["dataset"]["n_queries"] == 30
     for table in TABLES:
-        frame = pq.read_table(result.path / f"{table}.parquet").to_pandas()
+        frame = read_table(result.path, table)
         assert set(frame["run_id"]) <= {result.run_id}
+        assert "run_id" not in pq.read_schema(result.path.table_file(table)).names
 
 
 def test_every_query_metric_pair_is_stored_and_undefined_is_null(smoke_runs):
@@ -126,7 +129,7 @@ def test_cli_run_prints_summary_and_stores(rag_bench, tmp_path):
         "unanswerable",
         "all",
     }
-    assert len([p for p in tmp_path.iterdir() if not p.name.startswith(".")]) == 2
+    assert len(committed_ids(tmp_path)) == 2
     assert out.stderr.count("stored run") == 2
 
 

@@ -6,11 +6,12 @@ import hashlib
 import json
 import shutil
 
-import pandas as pd
 import pytest
+from runs_helpers import copy_run, locate, manifest_file, read_table, table_file, write_table
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
 from rag_bench.runner import Selection, run_variant
+from rag_bench.store import committed_ids, partitions, runs_folder
 
 SMOKE = Selection(tag="smoke")
 
@@ -46,19 +47,11 @@ def fingerprint(folder):
 
 def degrade(runs, run_id, new_id, metric, by):
     """A copy of a run whose ``metric`` is lower by ``by`` on every query (for the gate)."""
-    source, target = runs / run_id, runs / new_id
-    shutil.copytree(source, target)
-    manifest = json.loads((target / "manifest.json").read_text())
-    manifest["run_id"] = new_id
-    manifest["created_at"] = "2099-01-01T00:00:00+00:00"
-    (target / "manifest.json").write_text(json.dumps(manifest))
-    for table in ("queries", "metrics", "retrieved", "claims"):
-        frame = pd.read_parquet(target / f"{table}.parquet")
-        frame["run_id"] = new_id
-        if table == "metrics":
-            hit = frame["metric"] == metric
-            frame.loc[hit, "value"] = (frame.loc[hit, "value"] - by).clip(lower=0)
-        frame.to_parquet(target / f"{table}.parquet", index=False)
+    target = copy_run(locate(runs, run_id), runs, new_id, created_at="2099-01-01T00:00:00+00:00")
+    frame = read_table(target, "metrics")
+    hit = frame["metric"] == metric
+    frame.loc[hit, "value"] = (frame.loc[hit, "value"] - by).clip(lower=0)
+    write_table(target, "metrics", frame)
 
 
 def test_runs_lists_every_run_with_headline_metrics(rag_bench, store):
@@ -336,10 +329,10 @@ def test_sql_is_read_only(rag_bench, store, tmp_path, query, fragment):
 
 def test_broken_runs_are_reported_and_the_rest_stay_queryable(rag_bench, store, tmp_path):
     runs, ids = copy_store(store, tmp_path)
-    (runs / ids["baseline_old"] / "metrics.parquet").write_bytes(b"not parquet")
-    manifest = json.loads((runs / ids["baseline"] / "manifest.json").read_text())
+    table_file(locate(runs, ids["baseline_old"]), "metrics").write_bytes(b"not parquet")
+    manifest = json.loads(manifest_file(runs, ids["baseline"]).read_text())
     manifest["schema_version"] = 99
-    (runs / ids["baseline"] / "manifest.json").write_text(json.dumps(manifest))
+    manifest_file(runs, ids["baseline"]).write_text(json.dumps(manifest))
     out = rag_bench("runs", "--runs-dir", runs, "--format", "csv")
     assert out.exit_code == 0
     assert f"{ids['hybrid_rerank']},hybrid_rerank" in out.stdout
@@ -362,17 +355,19 @@ def test_rm_asks_then_deletes(rag_bench, store, tmp_path):
     declined = CliRunner().invoke(
         cli, ["rm", ids["baseline"], "--runs-dir", str(runs)], input="n\n"
     )
-    assert declined.exit_code != 0 and (runs / ids["baseline"]).exists()
+    assert declined.exit_code != 0 and manifest_file(runs, ids["baseline"]).exists()
     out = rag_bench("rm", ids["baseline"], ids["baseline_old"], "--yes", "--runs-dir", runs)
     assert out.exit_code == 0
-    assert sorted(p.name for p in runs.iterdir()) == [ids["hybrid_rerank"]]
+    assert committed_ids(runs) == [ids["hybrid_rerank"]]
+    assert list(partitions(runs_folder(runs))) == [ids["hybrid_rerank"]]
 
 
 def test_a_broken_run_can_be_removed_by_prefix(rag_bench, store, tmp_path):
     runs, ids = copy_store(store, tmp_path)
-    (runs / ids["baseline"] / "claims.parquet").unlink()
+    table_file(locate(runs, ids["baseline"]), "claims").unlink()
     shown = rag_bench("show", ids["baseline"], "--runs-dir", runs)
-    assert_one_line_error(shown, "unreadable", "claims.parquet")
+    assert_one_line_error(shown, "unreadable", "claims/variant=baseline")
     assert shown.stderr.count("unreadable") == 1
     out = rag_bench("rm", ids["baseline"][:-2], "--yes", "--runs-dir", runs)
-    assert out.exit_code == 0 and not (runs / ids["baseline"]).exists()
+    assert out.exit_code == 0 and ids["baseline"] not in committed_ids(runs)
+    assert ids["baseline"] not in partitions(runs_folder(runs))
