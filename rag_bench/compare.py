@@ -11,7 +11,7 @@ import pandas as pd
 from rag_bench.analysis import Store, StoredRun
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 from rag_bench.evaluation.answer import LOWER_IS_BETTER
-from rag_bench.evaluation.stats import TESTS, bootstrap_ci, holm, paired_p_value
+from rag_bench.evaluation.stats import TESTS, bootstrap_cis, holm, paired_p_values
 
 DEFAULT_METRICS = (
     "recall@10",
@@ -102,15 +102,26 @@ def _order(labels: set[str]) -> list[str]:
     return known + sorted(labels - set(known))
 
 
-def _row(d: np.ndarray, a: np.ndarray, b: np.ndarray, test: str, resamples: int, seed: int) -> dict:
-    low, high = bootstrap_ci(d, resamples=resamples, seed=seed)
+def _statistics(
+    pairs: list[tuple[np.ndarray, np.ndarray]], test: str, resamples: int, seed: int
+) -> list[dict]:
+    """Means, delta, bootstrap interval, p-value and wins/ties/losses of each (a, b) pair of
+    value arrays; computed together, so the resamples of pairs with as many queries are drawn
+    once (the numbers are those of one pair at a time)."""
+    ds = [b - a for a, b in pairs]
+    intervals = bootstrap_cis(ds, resamples=resamples, seed=seed)
+    p_values = paired_p_values(ds, test, resamples, seed)
+    return [_row(d, a, b, *ci, p) for d, (a, b), ci, p in zip(ds, pairs, intervals, p_values)]
+
+
+def _row(d: np.ndarray, a: np.ndarray, b: np.ndarray, low: float, high: float, p: float) -> dict:
     return {
         "mean_a": float(a.mean()),
         "mean_b": float(b.mean()),
         "delta": float(d.mean()),
         "ci_low": low,
         "ci_high": high,
-        "p_value": paired_p_value(d, test, resamples, seed),
+        "p_value": p,
         "wins": int(np.sum(d > TIE)),
         "ties": int(np.sum(np.abs(d) <= TIE)),
         "losses": int(np.sum(d < -TIE)),
@@ -147,7 +158,7 @@ def compare(
     wide = values.pivot_table(
         index=["metric", "query_id"], columns="run_id", values="value", aggfunc="first"
     )
-    rows, n_paired = [], {}
+    keys, compared, n_paired = [], [], {}
     for other in runs[1:]:
         shared = set(queries.loc[queries["run_id"] == base.run_id, "query_id"]) & set(
             queries.loc[queries["run_id"] == other.run_id, "query_id"]
@@ -169,18 +180,14 @@ def compare(
                 )
                 if chosen_rows.empty:
                     continue
-                a, b = chosen_rows[base.run_id].to_numpy(), chosen_rows[other.run_id].to_numpy()
-                stats = _row(b - a, a, b, test, resamples, seed)
-                rows.append(
-                    {
-                        "slice": name,
-                        "metric": metric,
-                        "run_a": base.run_id,
-                        "run_b": other.run_id,
-                        **stats,
-                    }
+                keys.append(
+                    {"slice": name, "metric": metric, "run_a": base.run_id, "run_b": other.run_id}
                 )
-    table = pd.DataFrame(rows)
+                compared.append(
+                    (chosen_rows[base.run_id].to_numpy(), chosen_rows[other.run_id].to_numpy())
+                )
+    stats = _statistics(compared, test, resamples, seed)
+    table = pd.DataFrame([key | row for key, row in zip(keys, stats)])
     if table.empty:
         raise RagBenchError(
             "the runs share no query with a defined value",

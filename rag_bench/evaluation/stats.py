@@ -6,7 +6,8 @@ Resampling is seeded, so the same inputs give the same p-values.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -21,21 +22,55 @@ def randomization_test(d: np.ndarray, resamples: int = 10_000, seed: int = 0) ->
     Under the null each difference is as likely negative as positive; the p-value counts the
     sign assignments whose mean is at least as extreme, with the +1 correction so it is never 0.
     """
-    d = np.asarray(d, dtype=np.float64)
-    if len(d) == 0 or not np.any(d):
-        return 1.0
+    return randomization_tests([d], resamples, seed)[0]
+
+
+def randomization_tests(
+    ds: Sequence[np.ndarray], resamples: int = 10_000, seed: int = 0
+) -> list[float]:
+    """:func:`randomization_test` of each of ``ds``, the same p-values bit for bit. The signs
+    depend only on the seed and the number of non-tied differences, so they are drawn once for
+    all the ``ds`` with the same number."""
     # A tied query (difference 0) is the same under either sign: only the others are flipped,
     # which gives exactly the same null distribution of the sum at a fraction of the cost
     # (most queries tie when two rankers are compared).
-    d = d[d != 0]
-    rng = np.random.default_rng(seed)
-    observed = abs(d.sum()) - 1e-12
-    extreme = 0
+    untied = [d[d != 0] for d in (np.asarray(d, dtype=np.float64) for d in ds)]
+    p_values = [1.0] * len(ds)
+    for n, members in _by_length(untied).items():
+        if n == 0:
+            continue
+        extremes = _sign_flip_extremes([untied[i] for i in members], resamples, seed)
+        for i, extreme in zip(members, extremes):
+            p_values[i] = (extreme + 1) / (resamples + 1)
+    return p_values
+
+
+def _by_length(arrays: Sequence[np.ndarray]) -> dict[int, list[int]]:
+    """Positions of the arrays, grouped by length."""
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, array in enumerate(arrays):
+        groups[len(array)].append(i)
+    return groups
+
+
+def _blocks(resamples: int) -> Iterator[tuple[int, int]]:
+    """(start, size) of each block of resamples."""
     for start in range(0, resamples, BLOCK):
-        n = min(BLOCK, resamples - start)
-        signs = rng.integers(0, 2, size=(n, len(d)), dtype=np.int8) * 2 - 1
-        extreme += int(np.sum(np.abs(signs @ d) >= observed))
-    return (extreme + 1) / (resamples + 1)
+        yield start, min(BLOCK, resamples - start)
+
+
+def _sign_flip_extremes(ds: list[np.ndarray], resamples: int, seed: int) -> list[int]:
+    """For each of ``ds`` (one length, no zeros): how many random sign assignments give a sum at
+    least as far from 0 as the observed one."""
+    rng = np.random.default_rng(seed)
+    observed = [abs(d.sum()) - 1e-12 for d in ds]
+    extremes = [0] * len(ds)
+    for _, size in _blocks(resamples):
+        signs = rng.integers(0, 2, size=(size, len(ds[0])), dtype=np.int8) * 2 - 1
+        signs = signs.astype(np.float64)  # what `signs @ d` casts to anyway: once for all ds
+        for i, d in enumerate(ds):
+            extremes[i] += int(np.sum(np.abs(signs @ d) >= observed[i]))
+    return extremes
 
 
 def t_test(d: np.ndarray) -> float:
@@ -48,13 +83,15 @@ def t_test(d: np.ndarray) -> float:
     return float(stats.ttest_1samp(d, 0.0).pvalue)
 
 
-def _bootstrap_means(d: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+def _bootstrap_means(ds: list[np.ndarray], resamples: int, seed: int) -> list[np.ndarray]:
+    """Means of resamples (with replacement) of each of ``ds``, all of one length: the picks
+    depend only on the seed and the length, so each block of them is drawn once for all."""
     rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    for start in range(0, resamples, BLOCK):
-        n = min(BLOCK, resamples - start)
-        picks = rng.integers(0, len(d), size=(n, len(d)))
-        means[start : start + n] = d[picks].mean(axis=1)
+    means = [np.empty(resamples) for _ in ds]
+    for start, size in _blocks(resamples):
+        picks = rng.integers(0, len(ds[0]), size=(size, len(ds[0])))
+        for d, out in zip(ds, means):
+            out[start : start + size] = d[picks].mean(axis=1)
     return means
 
 
@@ -64,7 +101,7 @@ def bootstrap_test(d: np.ndarray, resamples: int = 10_000, seed: int = 0) -> flo
     d = np.asarray(d, dtype=np.float64)
     if len(d) == 0 or not np.any(d):
         return 1.0
-    centred = _bootstrap_means(d - d.mean(), resamples, seed)
+    (centred,) = _bootstrap_means([d - d.mean()], resamples, seed)
     extreme = int(np.sum(np.abs(centred) >= abs(d.mean()) - 1e-12))
     return (extreme + 1) / (resamples + 1)
 
@@ -73,13 +110,24 @@ def bootstrap_ci(
     d: np.ndarray, level: float = 0.95, resamples: int = 10_000, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of mean(d)."""
-    d = np.asarray(d, dtype=np.float64)
-    if len(d) == 0:
-        return float("nan"), float("nan")
-    means = _bootstrap_means(d, resamples, seed)
+    return bootstrap_cis([d], level, resamples, seed)[0]
+
+
+def bootstrap_cis(
+    ds: Sequence[np.ndarray], level: float = 0.95, resamples: int = 10_000, seed: int = 0
+) -> list[tuple[float, float]]:
+    """:func:`bootstrap_ci` of each of ``ds``, the same intervals bit for bit; the resamples
+    are drawn once for all the ``ds`` of one length."""
+    ds = [np.asarray(d, dtype=np.float64) for d in ds]
+    intervals = [(float("nan"), float("nan"))] * len(ds)
     tail = (1 - level) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
-    return float(low), float(high)
+    for n, members in _by_length(ds).items():
+        if n == 0:
+            continue
+        for i, means in zip(members, _bootstrap_means([ds[i] for i in members], resamples, seed)):
+            low, high = np.quantile(means, [tail, 1 - tail])
+            intervals[i] = (float(low), float(high))
+    return intervals
 
 
 TESTS = {
@@ -92,9 +140,19 @@ TESTS = {
 def paired_p_value(
     d: np.ndarray, test: str = "randomization", resamples: int = 10_000, seed: int = 0
 ) -> float:
+    return paired_p_values([d], test, resamples, seed)[0]
+
+
+def paired_p_values(
+    ds: Sequence[np.ndarray], test: str = "randomization", resamples: int = 10_000, seed: int = 0
+) -> list[float]:
+    """:func:`paired_p_value` of each of ``ds``; the randomization test draws its signs once
+    per number of non-tied differences."""
     if test not in TESTS:
         raise UnknownNameError("test", test, list(TESTS))
-    return TESTS[test](d, resamples, seed)
+    if test == "randomization":
+        return randomization_tests(ds, resamples, seed)
+    return [TESTS[test](d, resamples, seed) for d in ds]
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:

@@ -1,0 +1,64 @@
+"""Tests and intervals of many difference vectors at once draw their resamples once per length
+and give exactly the numbers of one call each; the draws themselves are unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_bench.compare import _statistics
+from rag_bench.evaluation.stats import (
+    bootstrap_ci,
+    bootstrap_cis,
+    paired_p_value,
+    paired_p_values,
+    randomization_test,
+    randomization_tests,
+)
+
+
+def differences() -> list[np.ndarray]:
+    rng = np.random.default_rng(5)
+    ds = [rng.normal(0.05, 0.3, n) * (rng.random(n) < 0.6) for n in (1, 3, 40, 40, 40, 700)]
+    return ds + [np.zeros(10), np.array([]), np.r_[rng.normal(size=39), 0.0]]
+
+
+@pytest.mark.parametrize("resamples", [2_500, 999])
+def test_batched_randomization_tests_equal_one_call_each(resamples):
+    ds = differences()
+    assert randomization_tests(ds, resamples, 3) == [
+        randomization_test(d, resamples, 3) for d in ds
+    ]
+
+
+@pytest.mark.parametrize("test", ["randomization", "bootstrap", "ttest"])
+def test_batched_p_values_equal_one_call_each(test):
+    ds = differences()
+    assert paired_p_values(ds, test, 1_500, 1) == [paired_p_value(d, test, 1_500, 1) for d in ds]
+
+
+def test_batched_intervals_equal_one_call_each():
+    ds = differences()
+    batched = bootstrap_cis(ds, 0.9, 2_000, 4)
+    single = [bootstrap_ci(d, 0.9, 2_000, 4) for d in ds]
+    assert np.array_equal(np.array(batched), np.array(single), equal_nan=True)
+    assert np.isnan(batched[7]).all()  # no differences, no interval
+
+
+def test_the_draws_are_those_of_earlier_versions():
+    # Values of the one-vector-at-a-time implementation before draws were shared.
+    d = np.random.default_rng(2).normal(0.1, 0.2, 20)
+    assert randomization_test(d) == pytest.approx(0.036696330366963306, rel=1e-9)
+    assert bootstrap_ci(d) == pytest.approx((0.009172166851480429, 0.16664578719539705), rel=1e-9)
+
+
+def test_compare_statistics_are_those_of_each_pair_alone():
+    rng = np.random.default_rng(8)
+    pairs = [(rng.random(n), rng.random(n)) for n in (30, 30, 12, 30)]
+    pairs.append((pairs[0][0], pairs[0][0].copy()))  # all tied
+    rows = _statistics(pairs, "randomization", 1_000, 2)
+    for (a, b), row in zip(pairs, rows):
+        assert (row["ci_low"], row["ci_high"]) == bootstrap_ci(b - a, resamples=1_000, seed=2)
+        assert row["p_value"] == paired_p_value(b - a, "randomization", 1_000, 2)
+        assert row["n"] == len(a) and row["wins"] + row["ties"] + row["losses"] == len(a)
+    assert rows[-1]["p_value"] == 1.0
