@@ -17,11 +17,13 @@ indexes the whole corpus and answers every query with its top 100:
 All three use k1 = 1.5, b = 0.75 and run single-threaded (bm25s's default). Every (tool, size,
 round) runs in its own process: it loads the corpus, warms up on a slice (the first
 ``WARMUP_DOCS`` documents, at most a tenth of the corpus, and ``WARMUP_QUERIES`` queries:
-imports, caches, numba compilation),
-then indexes and queries once, timed, and reports its peak RSS (corpus included). Rounds go
-round-robin over the tools; the tables show medians over ``--repeat`` rounds at the smaller
-size and ``--repeat-large`` rounds at the larger ones, where the first ``LARGE_QUERIES``
-queries are run (all 1,000 at the smaller size).
+imports, caches, numba compilation), then indexes and queries ``--timed-runs`` times (once; with
+``--quick`` three times, and the round reports the median of each time), and reports its peak
+RSS (corpus included). Rounds go round-robin over the tools; the tables show medians over
+``--repeat`` rounds at the smaller size and ``--repeat-large`` rounds at the larger ones, where
+the first ``LARGE_QUERIES`` queries are run (all 1,000 at the smaller size). ``--quick`` runs
+10k and 30k chunks, one round each of three timed runs: a process per round costs more than
+indexing 10k chunks.
 
 Agreement: rag-bench's top 100 (it leaves out chunks that match no query term, which score 0)
 is compared with bm25s's positive-scored top 100: the share of queries whose id lists are
@@ -55,8 +57,9 @@ LARGE_QUERIES = 300  # at the larger sizes (bm25s's numpy top-k takes ~35 ms a q
 TOOLS = ("rag-bench", "bm25s", "rank_bm25")
 REFERENCE, PEER = "rag-bench", "bm25s"
 PACKAGES = ("bm25s", "PyStemmer", "rank-bm25", "numba")
+TIMES = ("index_s", "query_s", "numba_query_s")
 GOAL_OVERHEAD = 0.15  # rag-bench's time over bare bm25s's, at most
-SIZES, QUICK_SIZES = (100_000, 1_000_000), (10_000, 100_000)
+SIZES, QUICK_SIZES = (100_000, 1_000_000), (10_000, 30_000)
 QUERIES = 1_000
 
 
@@ -254,7 +257,9 @@ def agreement(ours: dict, theirs: dict, compare_scores: bool = True) -> dict:
 # --- the child: one measured run of one tool ---------------------------------------------------
 
 
-def child_main(tool: str, folder: Path, out: Path, max_queries: int, numba: bool) -> None:
+def child_main(
+    tool: str, folder: Path, out: Path, max_queries: int, numba: bool, timed_runs: int
+) -> None:
     docs = corpora.load_docs(folder, ("text",))["text"]
     queries = corpora.load_queries(folder)["text"][:max_queries]
     run = RUNNERS[tool]
@@ -262,24 +267,48 @@ def child_main(tool: str, folder: Path, out: Path, max_queries: int, numba: bool
         run = functools.partial(run_bm25s, numba=numba)
     warmup = min(WARMUP_DOCS, max(len(docs) // 10, 1_000))
     run(docs[:warmup], queries[:WARMUP_QUERIES])  # not timed
-    result = run(docs, queries)
-    # The lists go to a file; the parent reads them for the agreement.
-    out.write_text(json.dumps({"ids": result.pop("ids"), "scores": result.pop("scores")}))
+    results = []
+    for _ in range(timed_runs):
+        result = run(docs, queries)
+        lists = {"ids": result.pop("ids"), "scores": result.pop("scores")}
+        results.append(result)
+    # The lists (of the last run) go to a file; the parent reads them for the agreement.
+    out.write_text(json.dumps(lists))
+    result = median_run(results)
     common.emit(result | {"n_docs": len(docs), "n_queries": result.get("n_queries", len(queries))})
+
+
+def median_run(results: list[dict]) -> dict:
+    """Several timed runs in one process as one: the median of each time and phase, the rest
+    from the last run."""
+    out = results[-1] | {key: common.median_of(results, key) for key in TIMES if key in results[0]}
+    if "phases" in out:
+        phases = [r["phases"] for r in results]
+        out["phases"] = {phase: common.median_of(phases, phase) for phase in out["phases"]}
+    return out | {"timed_runs": len(results)}
 
 
 # --- the parent ------------------------------------------------------------------------------
 
 
-def run_child(tool: str, folder: Path, lists: Path, queries: int, numba: bool) -> dict:
+def run_child(
+    tool: str, folder: Path, lists: Path, queries: int, numba: bool, timed_runs: int
+) -> dict:
     command = common.python_child(Path(__file__), "--child", tool, "--corpus", str(folder))
     command += ["--lists", str(lists), "--max-queries", str(queries)]
+    command += ["--timed-runs", str(timed_runs)]
     done = common.run_measured(command + (["--numba"] if numba else []))
     return common.child_result(done, f"{tool} on {folder.name}")
 
 
 def measure_size(
-    size: int, tools: list[str], rounds: int, queries: int, run_queries: int, seed: int
+    size: int,
+    tools: list[str],
+    rounds: int,
+    timed_runs: int,
+    queries: int,
+    run_queries: int,
+    seed: int,
 ) -> dict:
     """All rounds at one corpus size: medians per tool, agreement with bm25s."""
     params = corpora.Params(seed=seed, docs=size, queries=queries)
@@ -295,7 +324,8 @@ def measure_size(
             path = common.RESULTS_DIR.parent / "data" / f".lists-{tool}.json"
             try:
                 numba = round_ == 1  # numba compiles for seconds in every process: once
-                runs[tool].append(run_child(tool, folder, path, run_queries, numba))
+                timed = 1 if tool == "rank_bm25" else timed_runs
+                runs[tool].append(run_child(tool, folder, path, run_queries, numba, timed))
                 lists[tool] = json.loads(path.read_text())
             except RuntimeError as exc:
                 errors[tool] = str(exc)
@@ -306,7 +336,7 @@ def measure_size(
     for tool, measured in runs.items():
         if not measured:
             continue
-        keys = ["index_s", "query_s", "peak_mib", "numba_query_s"]
+        keys = [*TIMES, "peak_mib"]
         summary[tool] = {k: common.median_of(measured, k) for k in keys if k in measured[0]}
         summary[tool] |= {
             "n_docs": measured[0]["n_docs"],
@@ -380,7 +410,8 @@ def report(results: dict, path: Path) -> bool:
     print(
         f"median of the rounds per size ({results['repeat']} at the smaller size,"
         f" {results['repeat_large']} at the larger), each in a fresh process after a warm-up on"
-        f" up to {WARMUP_DOCS:,} docs; index s = tokenize + index, query s = tokenize + top"
+        f" up to {WARMUP_DOCS:,} docs, each the median of {results['timed_runs']} timed runs in"
+        " that process; index s = tokenize + index, query s = tokenize + top"
         f" {DEPTH} of every query (queries: see the table); vs bm25s = time / bm25s's time"
         f" (per query for queries); rank_bm25: one round, first {RANK_BM25_QUERIES} queries,"
         " smaller size only; bm25s numba: first round only\n"
@@ -435,13 +466,21 @@ def report(results: dict, path: Path) -> bool:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10k and 100k chunks")
+    parser.add_argument(
+        "--quick", action="store_true", help="10k and 30k chunks, one process of 3 timed runs"
+    )
     parser.add_argument("--sizes", help="comma-separated corpus sizes (default 100000,1000000)")
     parser.add_argument("--queries", type=int, default=QUERIES)
     parser.add_argument(
-        "--repeat", type=int, default=None, help="rounds at the smaller size (3; quick: 2)"
+        "--repeat", type=int, default=None, help="rounds at the smaller size (3; quick: 1)"
     )
     parser.add_argument("--repeat-large", type=int, default=1, help="rounds at larger sizes")
+    parser.add_argument(
+        "--timed-runs",
+        type=int,
+        default=None,
+        help="timed runs per round, in its process after the warm-up (1; quick: 3)",
+    )
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="results file (default: results/retrieval*.json)")
@@ -452,12 +491,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--numba", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.repeat is None:
-        args.repeat = 2 if args.quick else 3
+        args.repeat = 1 if args.quick else 3
+    if args.timed_runs is None:
+        args.timed_runs = 3 if args.quick else 1
     unknown = set(args.tools.split(",")) - set(TOOLS)
     if unknown:
         parser.error(f"unknown tools {sorted(unknown)}; known: {', '.join(TOOLS)}")
-    if min(args.repeat, args.repeat_large) < 1:
-        parser.error("--repeat and --repeat-large must be at least 1")
+    if min(args.repeat, args.repeat_large, args.timed_runs) < 1:
+        parser.error("--repeat, --repeat-large and --timed-runs must be at least 1")
     return args
 
 
@@ -472,7 +513,9 @@ def available(names: list[str]) -> list[str]:
 def main() -> int:
     args = parse_args()
     if args.child:
-        child_main(args.child, args.corpus, args.lists, args.max_queries, args.numba)
+        child_main(
+            args.child, args.corpus, args.lists, args.max_queries, args.numba, args.timed_runs
+        )
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     sizes = sorted(sizes or (QUICK_SIZES if args.quick else SIZES))
@@ -485,12 +528,17 @@ def main() -> int:
         small = size == sizes[0]
         rounds = args.repeat if small else args.repeat_large
         run_queries = args.queries if small else min(args.queries, LARGE_QUERIES)
-        measured.append(measure_size(size, chosen, rounds, args.queries, run_queries, args.seed))
+        measured.append(
+            measure_size(
+                size, chosen, rounds, args.timed_runs, args.queries, run_queries, args.seed
+            )
+        )
     results = {
         "benchmark": "retrieval",
         "quick": args.quick,
         "repeat": args.repeat,
         "repeat_large": args.repeat_large,
+        "timed_runs": args.timed_runs,
         "depth": DEPTH,
         "seconds": time.perf_counter() - started,
         "load_average_1min": {"before": load_before, "after": common.load_average()},
