@@ -12,7 +12,7 @@ def components() -> list[ComponentSpec]:
     from rag_bench.pipeline.chunking import FixedChunker, RecursiveChunker, WholeDocument
     from rag_bench.pipeline.dense import LSAEncoder
     from rag_bench.pipeline.fusion import ReciprocalRankFusion, WeightedScoreFusion
-    from rag_bench.pipeline.generate import ExtractiveGenerator, RecordedGenerator
+    from rag_bench.pipeline.generate import DelayedGenerator, ExtractiveGenerator, RecordedGenerator
     from rag_bench.pipeline.neural import CrossEncoderReranker, NLIJudge, SentenceTransformerEncoder
     from rag_bench.pipeline.openai_components import OpenAIEncoder, OpenAIGenerator
     from rag_bench.pipeline.recorded import RecordedRetriever
@@ -38,6 +38,7 @@ def components() -> list[ComponentSpec]:
         LearnedReranker,
         CrossEncoderReranker,
         ExtractiveGenerator,
+        DelayedGenerator,
         RecordedGenerator,
         OpenAIGenerator,
         LexicalJudge,
