@@ -34,7 +34,6 @@ the same dataset ("vs baseline").
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -102,8 +101,10 @@ def run_once(case: Case, dataset: Path, cache: Path, label: str, quick: bool) ->
     if done["returncode"] != 0:
         tail = "\n".join(done["output"].strip().splitlines()[-6:])
         raise RuntimeError(f"{case.label} ({label}) failed (exit {done['returncode']}):\n{tail}")
-    folders = [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    result = stages_of(folders[0]) | {
+    from rag_bench.store import committed_ids, locate
+
+    (run_id,) = committed_ids(runs)
+    result = stages_of(locate(runs, run_id)) | {
         "wall_s": done["wall_s"],
         "peak_mib": done["peak_mib"],
         "cpu_s": done["cpu_s"],
@@ -113,11 +114,14 @@ def run_once(case: Case, dataset: Path, cache: Path, label: str, quick: bool) ->
     return result
 
 
-def stages_of(folder: Path) -> dict:
-    """Seconds per stage of a stored run, from its manifest and its queries' latency columns."""
+def stages_of(run) -> dict:
+    """Seconds per stage of a stored run (a ``RunLocation``), from its manifest and its queries'
+    latency columns."""
     import pyarrow.parquet as pq
 
-    manifest = json.loads((folder / "manifest.json").read_text())
+    from rag_bench.store import read_manifest
+
+    manifest = read_manifest(run)
     seconds = manifest["index"]["seconds"]
     out = {
         "duration_s": manifest["duration_s"],
@@ -131,7 +135,7 @@ def stages_of(folder: Path) -> dict:
         "index_seconds": seconds,
     }
     columns = [f"latency_ms_{s}" for s in QUERY_STAGES]
-    table = pq.read_table(folder / "queries.parquet", columns=columns)
+    table = pq.read_table(run.table_file("queries"), columns=columns)
     for stage, column in zip(QUERY_STAGES, columns):
         values = [v for v in table.column(column).to_pylist() if v is not None and v == v]
         out[f"{stage}_s"] = sum(values) / 1000 if values else None

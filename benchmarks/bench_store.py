@@ -81,7 +81,7 @@ STORE_SIZE = {"runs": 100, "queries": 10_000}
 QUICK_STORE_SIZE = {"runs": 100, "queries": 1_000}
 WRITE_QUERIES, QUICK_WRITE_QUERIES = 100_000, 10_000
 DEPTH, DOCS_PER_QUERY, CLAIMS_PER_QUERY = 100, 50, 1.5
-GENERATOR = 2  # bump when the generated store changes
+GENERATOR = 3  # bump when the generated store changes
 WARMUP_RESAMPLES = 100  # compare's warm-up call: same loading, 1 % of the resampling
 
 MEAN_SQL = "SELECT run_id, metric, avg(value) AS mean FROM metrics GROUP BY ALL ORDER BY ALL"
@@ -201,12 +201,13 @@ def categories_of(rng, n: int) -> list[str]:
 
 
 def manifest(run_id: str, variant: str, created: str, query_ids: list[str]) -> dict:
-    """A valid manifest (schema_version 1) of a synthetic run."""
+    """A valid manifest (the store's current schema version) of a synthetic run."""
     from rag_bench import __version__
+    from rag_bench.store import SCHEMA_VERSION
 
     return {
         "run_id": run_id,
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "variant": variant,
         "variant_origin": "benchmark",
         "params": {"retriever": {"name": "bm25", "k1": 1.5, "b": 0.75, "method": "lucene"}},
@@ -243,7 +244,7 @@ def ensure_store(size: dict, seed: int) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rag_bench.store import _schemas
+    from rag_bench.store import PART, _schemas, manifest_parts, partition
 
     root = store_dir(size, seed)
     stamp = root / ".params.json"
@@ -264,8 +265,6 @@ def ensure_store(size: dict, seed: int) -> Path:
         quality = 0.5 + 0.03 * (i % len(VARIANTS)) + 0.002 * (i // len(VARIANTS))
         day, hour = divmod(i, 24)
         run_id = f"202611{1 + day:02d}-{hour:02d}0000-{variant}-{i:04x}"
-        folder = root / run_id
-        folder.mkdir()
         tables = {
             "queries": query_table(rng, run_id, n, categories, schemas["queries"]),
             "metrics": metric_table(
@@ -274,11 +273,15 @@ def ensure_store(size: dict, seed: int) -> Path:
             "retrieved": pa.Table.from_pylist([], schema=schemas["retrieved"]),
             "claims": pa.Table.from_pylist([], schema=schemas["claims"]),
         }
-        for name, table in tables.items():
-            pq.write_table(table, folder / f"{name}.parquet")
+        for name, table in tables.items():  # hive partitions; run_id is in the path only
+            target = root.joinpath(*partition(name, variant, run_id), PART)
+            target.parent.mkdir(parents=True)
+            pq.write_table(table.drop_columns(["run_id"]), target)
         created = f"2026-11-{1 + day:02d}T{hour:02d}:00:00+00:00"
         text = json.dumps(manifest(run_id, variant, created, query_ids), indent=2)
-        (folder / "manifest.json").write_text(text + "\n")
+        committed = root.joinpath(*manifest_parts(run_id))  # the manifest commits the run
+        committed.parent.mkdir(exist_ok=True)
+        committed.write_text(text + "\n")
     stamp.write_text(json.dumps(wanted) + "\n")
     rows = size["runs"] * n * len(STORE_METRICS)
     print(f"generated {root} ({rows:,} metric rows) in {time.perf_counter() - started:.1f} s")
@@ -366,17 +369,34 @@ def run_tables(n: int, seed: int) -> dict:
 # --- the operations, as each tool does them ------------------------------------------------------
 
 
-def op_write_rag_bench(frames: dict, target: Path) -> None:
-    from rag_bench.store import write_run
+WRITTEN_RUN = {"run_id": "20261201-120000-hybrid_rerank-beef", "variant": "hybrid_rerank"}
 
-    write_run(target, "20261201-120000-hybrid_rerank-beef", {"schema_version": 1}, frames)
+
+def op_write_rag_bench(frames: dict, target: Path) -> None:
+    from rag_bench.store import SCHEMA_VERSION, write_run
+
+    manifest = WRITTEN_RUN | {"schema_version": SCHEMA_VERSION}
+    write_run(target, WRITTEN_RUN["run_id"], manifest, frames)
 
 
 def op_write_pandas(frames: dict, target: Path) -> None:
-    folder = target / "20261201-120000-hybrid_rerank-beef"
-    folder.mkdir(parents=True)
+    """The same files in the same places (the store's partitions), by hand."""
     for name, frame in frames.items():
-        frame.to_parquet(folder / f"{name}.parquet", index=False)
+        path = table_file(target, name, WRITTEN_RUN["variant"], WRITTEN_RUN["run_id"])
+        path.parent.mkdir(parents=True)
+        frame.drop(columns="run_id").to_parquet(path, index=False)
+
+
+def table_file(root: Path, table: str, variant: str, run_id: str) -> Path:
+    """Where the store keeps one run's ``table``: its hive partition's Parquet file."""
+    from rag_bench.store import PART, partition
+
+    return root.joinpath(*partition(table, variant, run_id), PART)
+
+
+def table_files(root: Path, table: str) -> list[Path]:
+    """Every run's file of ``table`` (committed or not: the generated store has no leftovers)."""
+    return sorted((root / table).glob("variant=*/run_id=*/*.parquet"))
 
 
 def op_compare_library(root: Path, resamples: int = 10_000):
@@ -398,17 +418,21 @@ def op_mean_library(root: Path):
 def op_mean_duckdb(root: Path):
     import duckdb
 
-    pattern = str(root / "*" / "metrics.parquet").replace("'", "''")
-    sql = MEAN_SQL.replace("FROM metrics", f"FROM read_parquet('{pattern}')")
+    pattern = str(root / "metrics" / "*" / "*" / "*.parquet").replace("'", "''")
+    sql = MEAN_SQL.replace(
+        "FROM metrics", f"FROM read_parquet('{pattern}', hive_partitioning = true)"
+    )
     return _mean_digest(duckdb.connect().sql(sql).df())
 
 
 def op_mean_pandas(root: Path):
     import pandas as pd
 
-    files = sorted(root.glob("*/metrics.parquet"))
     frame = pd.concat(
-        [pd.read_parquet(f, columns=["run_id", "metric", "value"]) for f in files],
+        [
+            pd.read_parquet(f, columns=["metric", "value"]).assign(run_id=run_id_of(f))
+            for f in table_files(root, "metrics")
+        ],
         ignore_index=True,
     )
     means = frame.groupby(["run_id", "metric"], sort=True)["value"].mean().reset_index()
@@ -418,10 +442,18 @@ def op_mean_pandas(root: Path):
 def op_mean_pyarrow(root: Path):
     import pyarrow.dataset as ds
 
-    files = sorted(str(f) for f in root.glob("*/metrics.parquet"))
-    table = ds.dataset(files, format="parquet").to_table(columns=["run_id", "metric", "value"])
+    files = [str(f) for f in table_files(root, "metrics")]
+    dataset = ds.dataset(files, format="parquet", partitioning="hive", partition_base_dir=str(root))
+    table = dataset.to_table(columns=["run_id", "metric", "value"])
     grouped = table.group_by(["run_id", "metric"]).aggregate([("value", "mean")])
     return _mean_digest(grouped.rename_columns(["run_id", "metric", "mean"]).to_pandas())
+
+
+def run_id_of(path: Path) -> str:
+    """The run id of a partition file (``…/run_id=<id>/part-0.parquet``)."""
+    from urllib.parse import unquote
+
+    return unquote(path.parent.name.removeprefix("run_id="))
 
 
 def _mean_digest(frame) -> dict:
@@ -434,26 +466,28 @@ def op_worst_library(root: Path):
     return {"query_ids": Store.open(root).sql(WORST_SQL)["query_id"].tolist()}
 
 
-def _latest_run(root: Path, variant: str) -> Path:
-    """What the SQL's ``max(run_id) … WHERE variant = …`` does, from the manifests."""
+def _latest_run(root: Path, variant: str) -> dict[str, Path]:
+    """What the SQL's ``max(run_id) … WHERE variant = …`` does, from the manifests: the files of
+    that run's tables."""
+    from rag_bench.store import MANIFESTS
+
     found = []
-    for manifest_path in root.glob("*/manifest.json"):
+    for manifest_path in (root / MANIFESTS).glob("*.json"):
         if json.loads(manifest_path.read_text())["variant"] == variant:
-            found.append(manifest_path.parent)
-    return max(found, key=lambda p: p.name)
+            found.append(manifest_path.stem)
+    run_id = max(found)
+    return {t: table_file(root, t, variant, run_id) for t in ("metrics", "queries")}
 
 
 def op_worst_duckdb(root: Path):
     import duckdb
 
     run = _latest_run(root, "hybrid_rerank")
-    metrics, queries = (
-        str(run / f"{t}.parquet").replace("'", "''") for t in ("metrics", "queries")
-    )
+    metrics, queries = (str(run[t]).replace("'", "''") for t in ("metrics", "queries"))
     sql = (
         "SELECT q.query_id, q.query, m.value AS ndcg10, q.failure_class "
         f"FROM read_parquet('{metrics}') m JOIN read_parquet('{queries}') q "
-        "USING (run_id, query_id) WHERE m.metric = 'ndcg@10' AND q.category = 'paraphrase' "
+        "USING (query_id) WHERE m.metric = 'ndcg@10' AND q.category = 'paraphrase' "
         "ORDER BY m.value, q.query_id LIMIT 10"
     )
     return {"query_ids": duckdb.connect().sql(sql).df()["query_id"].tolist()}
@@ -463,9 +497,9 @@ def op_worst_pandas(root: Path):
     import pandas as pd
 
     run = _latest_run(root, "hybrid_rerank")
-    metrics = pd.read_parquet(run / "metrics.parquet", columns=["query_id", "metric", "value"])
+    metrics = pd.read_parquet(run["metrics"], columns=["query_id", "metric", "value"])
     queries = pd.read_parquet(
-        run / "queries.parquet", columns=["query_id", "query", "category", "failure_class"]
+        run["queries"], columns=["query_id", "query", "category", "failure_class"]
     )
     chosen = metrics[metrics["metric"] == "ndcg@10"].merge(queries, on="query_id")
     chosen = chosen[chosen["category"] == "paraphrase"]
@@ -534,7 +568,9 @@ def child_write(n: int, seed: int, repeat: int) -> None:
                 warmup[tool] = seconds
             else:
                 times[tool].append(seconds)
-            sizes[tool] = {p.name: p.stat().st_size for p in target.glob("*/*.parquet")}
+            sizes[tool] = {
+                p.relative_to(target).parts[0]: p.stat().st_size for p in target.rglob("*.parquet")
+            }
     shutil.rmtree(target, ignore_errors=True)
     common.emit(
         {"times": times, "warmup_s": warmup, "build_s": build_s, "rows": rows, "bytes": sizes}
