@@ -319,7 +319,7 @@ class Pipeline:
         work = [
             ([queries[i] for i in b], [stages[i] for i in b], [timings[i] for i in b]) for b in todo
         ]
-        done = executor.map(_respond_block, self, work)
+        done = _Sized(executor.map(_respond_block, self, work), len(work))
         for block, (fresh, counted) in zip(todo, progress(done) if progress else done):
             self._absorb(counted, executor)
             for i, result in zip(block, fresh):
@@ -410,6 +410,19 @@ class Pipeline:
             QueryResult(s, g, c, v, ctx, t)
             for s, g, c, v, ctx, t in zip(stages, generations, claims, verdicts, contexts, latency)
         ]
+
+
+class _Sized:
+    """An iterator that knows its length (for a progress bar over blocks)."""
+
+    def __init__(self, items, length: int):
+        self.items, self.length = items, length
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return self.length
 
 
 # --- the executor's tasks: module-level functions, so that they pickle by reference ----------
