@@ -143,9 +143,10 @@ def test_synthetic_run_tables_are_written_by_write_run(tmp_path):
         target = tmp_path / tool.replace(" ", "_")
         target.mkdir()
         write(frames, target)
-        (folder,) = [p for p in target.iterdir() if p.is_dir()]
+        variant, run_id = bench_store.WRITTEN_RUN["variant"], bench_store.WRITTEN_RUN["run_id"]
         for name, frame in frames.items():
-            assert pq.read_metadata(folder / f"{name}.parquet").num_rows == len(frame)
+            path = bench_store.table_file(target, name, variant, run_id)
+            assert pq.read_metadata(path).num_rows == len(frame), (tool, name)
 
 
 def test_end_to_end_reads_the_stages_of_a_run(tmp_path):
