@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_bench.tabular import ID, SCORE, Field, RecordFormat, read_records
+from rag_bench.tabular import ID, SCORE, TEXT_ID, Field, RecordFormat, read_records
 
 TREC_RUN = RecordFormat(
     what="TREC run",
     n_fields=6,
-    fields=(Field("query_id", 0, ID), Field("doc_id", 2, ID), Field("score", 4, SCORE)),
+    fields=(Field("query_id", 0, ID), Field("doc_id", 2, TEXT_ID), Field("score", 4, SCORE)),
     unique=("query_id", "doc_id"),  # trec_eval rejects a document retrieved twice for a query
     layout_hint="query-id Q0 doc-id rank score run-tag",
 )
@@ -22,7 +22,10 @@ TREC_RUN = RecordFormat(
 
 @dataclass(frozen=True)
 class Run:
-    """Retrieved documents per query: columns query_id, doc_id (categorical) and score.
+    """Retrieved documents per query: columns query_id (categorical), doc_id and score.
+
+    ``doc_id`` is categorical in runs built in memory and Arrow-backed strings in runs read from
+    a file (millions of nearly distinct ids, not worth a dictionary); either kind is accepted.
 
     ``ordered`` says whether row order within a query is the ranking (a pipeline's own output).
     Otherwise the ranking is trec_eval's: score descending, ties broken by doc id descending;

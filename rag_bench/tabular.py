@@ -4,12 +4,22 @@ The fast path hands the file to pyarrow's multi-threaded CSV reader and checks t
 vectorised tests. Whenever anything is off (a parse error, a bad value, a duplicate) the file is
 read again line by line, which finds the first offending line and reports it by number. The slow
 path is also what accepts irregular whitespace (several spaces, mixed tabs), as trec_eval does.
+
+Identifiers come in two kinds. :data:`ID` columns (query ids, qrels' document ids) become pandas
+Categoricals. :data:`TEXT_ID` columns (a run's document ids: millions of rows, about as many
+distinct values) stay Arrow-backed strings, because building a dictionary over them costs more than
+everything else put together. Where rows must be matched on such ids they are compared through
+64-bit :func:`id_hashes`: equal ids always have equal hashes, and the rare unequal ids with equal
+hashes are told apart by whoever uses them (the slow path here, a string comparison elsewhere).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from math import isfinite
 from pathlib import Path
 
@@ -20,6 +30,7 @@ from rag_bench.errors import DataError
 from rag_bench.textfile import text_lines
 
 ID = "id"  # a string identifier, kept as a pandas Categorical
+TEXT_ID = "text id"  # a string identifier with about as many values as rows, kept as strings
 SCORE = "score"  # a finite float
 GRADE = "grade"  # a non-negative integer
 
@@ -87,7 +98,13 @@ def _read_fast(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
     names = [f"f{i}" for i in range(fmt.n_fields)]
     for field in fmt.fields:
         names[field.position] = field.name
-    arrow_types = {ID: pa.string(), SCORE: pa.float64(), GRADE: pa.int64()}
+    # large_string: what pandas' Arrow-backed strings hold, so they take the column without a copy
+    arrow_types = {
+        ID: pa.string(),
+        TEXT_ID: pa.large_string(),
+        SCORE: pa.float64(),
+        GRADE: pa.int64(),
+    }
     try:
         table = pacsv.read_csv(
             path,
@@ -107,21 +124,166 @@ def _read_fast(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
         return None
     if table.num_rows == 0:
         return None
-    return pd.DataFrame({f.name: _column(table[f.name], f.kind) for f in fmt.fields}, copy=False)
+    columns = in_parallel([partial(_column, table[f.name], f.kind) for f in fmt.fields])
+    return pd.DataFrame(dict(zip(fmt.field_names(), columns)), copy=False)
 
 
 def _column(column, kind: str):
-    """An Arrow column as numpy, ids as a Categorical (one dictionary over all blocks)."""
+    """An Arrow column as numpy, a Categorical (ids) or pandas strings (text ids, hashed now
+    for the duplicate check, while the other columns are converted)."""
+    if kind == ID:
+        return _categorical(column)
+    if kind == TEXT_ID:
+        # one chunk: Arrow's take across many chunks costs more than concatenating them once
+        ids = pd.array(column.combine_chunks(), dtype="str")
+        IdColumn.of(pd.Series(ids, copy=False)).hashes()
+        return ids
+    return column.to_numpy()
+
+
+def in_parallel(calls: Sequence[Callable[[], object]]) -> list:
+    """The results of independent calls, run on two threads: numpy and Arrow release the GIL in
+    their loops, so two cores work at once."""
+    if len(calls) < 2:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda call: call(), calls))
+
+
+def _categorical(column) -> pd.Categorical:
+    """Ids as a Categorical with one dictionary over all blocks.
+
+    Equal ids mostly come in runs (the lines of one query), so only the first id of each run is
+    looked up in the dictionary; the codes of the others repeat it.
+    """
     import pyarrow.compute as pc
 
-    combined = column.combine_chunks()
-    if kind != ID:
-        return combined.to_numpy()
-    # Encoding the combined array once is far cheaper than unifying per-block dictionaries.
-    encoded = pc.dictionary_encode(combined)
+    values = column.combine_chunks()  # Arrow's take across chunks costs more than this
+    n = len(values)
+    changes = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.concatenate(([True], changes)))
+    if len(starts) > n // 2:  # ids do not come in runs: encode them all
+        encoded = pc.dictionary_encode(values)
+        codes = encoded.indices.to_numpy()
+    else:
+        encoded = pc.dictionary_encode(values.take(starts))
+        codes = np.repeat(encoded.indices.to_numpy(), np.diff(np.append(starts, n)))
     categories = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    codes = encoded.indices.to_numpy()
     return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+
+# --- identifier columns as Arrow strings, and their 64-bit hashes ---------------------------------
+
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so multiplying by it loses no bit
+_SHIFT = np.uint64(32)
+# _LOW_BYTES[n]: a mask keeping the first n bytes of a little-endian 8-byte word
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+_LENGTH_BYTE = np.uint64(56)
+_HASH_BLOCK = 1 << 20  # rows hashed at a time
+_HASHES: dict[int, np.ndarray] = {}  # id(Arrow strings) -> their hashes, while the strings live
+
+
+def combine_keys(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """One 64-bit key per row from two integer keys: equal pairs give equal keys, and unequal
+    pairs rarely do when ``second`` is a hash."""
+    key = first.astype(np.uint64)
+    key *= _MULTIPLIER
+    key += second.astype(np.uint64, copy=False)
+    return key
+
+
+def _fold(h: np.ndarray, word: np.ndarray) -> None:
+    """Fold one 8-byte word into the hashes, in place (for a fixed ``h``, a bijection of words)."""
+    h ^= word
+    h *= _MULTIPLIER
+    h ^= h >> _SHIFT
+
+
+def _string_hashes(strings) -> np.ndarray:
+    """A 64-bit hash of each value of an Arrow (large_)string array, read from its buffers.
+
+    Each string is taken 8 bytes at a time (one unaligned load per row and word, bytes past its
+    end masked off) and its words are folded into a hash that starts from its length; the hash
+    depends on the string alone, not on its neighbours.
+    """
+    import pyarrow as pa
+
+    offset_type = np.dtype(np.int64 if pa.types.is_large_string(strings.type) else np.int32)
+    n = len(strings)
+    buffers = strings.buffers()
+    offsets = np.frombuffer(
+        buffers[1], dtype=offset_type, count=n + 1, offset=strings.offset * offset_type.itemsize
+    )
+    first, end = int(offsets[0]), int(offsets[-1])
+    padded = np.zeros(end - first + 8, dtype=np.uint8)
+    if end > first:
+        padded[: end - first] = np.frombuffer(buffers[2], dtype=np.uint8)[first:end]
+    words = np.ndarray(len(padded) - 7, dtype=np.uint64, buffer=padded, strides=(1,))
+    starts, lengths = offsets[:-1] - first, np.diff(offsets)
+    h = lengths.astype(np.uint64) << _LENGTH_BYTE
+    word = words[starts]
+    if n and int(lengths.min()) < 8:
+        word &= _LOW_BYTES[np.minimum(lengths, 8)]
+    _fold(h, word)
+    for at in range(8, int(lengths.max()) if n else 0, 8):
+        longer = np.flatnonzero(lengths > at)  # only these have bytes left
+        word = words[starts[longer] + at] & _LOW_BYTES[np.minimum(lengths[longer] - at, 8)]
+        folded = h[longer]
+        _fold(folded, word)
+        h[longer] = folded
+    return h
+
+
+def _cached_string_hashes(strings) -> np.ndarray:
+    """:func:`_string_hashes` of a chunked array, kept while the (immutable) array lives: a run's
+    ids are hashed once when the file is checked for duplicates and again when evaluated."""
+    key = id(strings)
+    if key not in _HASHES:
+        hashes = np.empty(len(strings), dtype=np.uint64)
+        done = 0
+        for chunk in strings.chunks:
+            # a slice's strings stay in the CPU's cache while its words are read
+            for start in range(0, len(chunk), _HASH_BLOCK):
+                block = chunk.slice(start, _HASH_BLOCK)
+                hashes[done : done + len(block)] = _string_hashes(block)
+                done += len(block)
+        hashes.flags.writeable = False
+        _HASHES[key] = hashes
+        weakref.finalize(strings, _HASHES.pop, key, None)
+    return _HASHES[key]
+
+
+@dataclass(frozen=True)
+class IdColumn:
+    """A column of string ids as Arrow strings: every value, or the distinct values of a
+    Categorical with the codes into them."""
+
+    values: object  # pyarrow.ChunkedArray of strings
+    codes: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, ids: pd.Series) -> IdColumn:
+        import pyarrow as pa
+
+        if isinstance(ids.dtype, pd.CategoricalDtype):
+            categories = ids.cat.categories
+            return cls(cls.of(pd.Series(categories.astype(str))).values, ids.cat.codes.to_numpy())
+        if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
+            values = ids.array.__arrow_array__()  # the column's own Arrow data, no copy
+            if values.num_chunks > 1:
+                values = pa.chunked_array([values.combine_chunks()])
+            return cls(values)
+        strings = np.asarray(ids.astype(str), dtype=object)
+        return cls(pa.chunked_array([pa.array(strings, type=pa.large_string())]))
+
+    def hashes(self) -> np.ndarray:
+        """A 64-bit hash per row: equal ids, equal hashes; unequal ids, rarely equal ones."""
+        hashes = _cached_string_hashes(self.values)
+        return hashes if self.codes is None else hashes[self.codes]
+
+    def take(self, rows: np.ndarray):
+        """The ids at ``rows``, as Arrow strings."""
+        return self.values.take(rows if self.codes is None else self.codes[rows])
 
 
 def _valid(frame: pd.DataFrame, fmt: RecordFormat) -> bool:
@@ -133,16 +295,25 @@ def _valid(frame: pd.DataFrame, fmt: RecordFormat) -> bool:
             return False
         if field.kind == GRADE and (values < 0).any():
             return False
-    if fmt.unique:
-        key = np.zeros(len(frame), dtype=np.int64)
-        for name in fmt.unique:
-            column = frame[name].array
-            key *= len(column.categories)
-            key += column.codes
-        key.sort()  # sorting integers is much faster than hashing them
-        if np.any(key[1:] == key[:-1]):
-            return False
-    return True
+    return not fmt.unique or not _may_repeat(frame, fmt.unique)
+
+
+def _exact_or_hashed(column: pd.Series) -> np.ndarray:
+    """Integer keys of a column's values: a Categorical's codes, or the hashes of strings."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy()
+    return IdColumn.of(column).hashes()
+
+
+def _may_repeat(frame: pd.DataFrame, names: Sequence[str]) -> bool:
+    """Whether two rows may agree on all of ``names``: certainly not when their hashed keys all
+    differ; two equal keys send the file to the slow path, which is exact."""
+    keys = [_exact_or_hashed(frame[name]) for name in names]
+    key = keys[0].astype(np.uint64)
+    for more in keys[1:]:
+        key = combine_keys(key, more)
+    key.sort()  # sorting integers is much faster than hashing them
+    return bool(np.any(key[1:] == key[:-1]))
 
 
 def _convert(value: str, kind: str) -> object:
@@ -211,6 +382,8 @@ def _frame(columns: dict[str, list], fields: Sequence[Field]) -> pd.DataFrame:
         values = columns[field.name]
         if field.kind == ID:
             data[field.name] = pd.Categorical(values)
+        elif field.kind == TEXT_ID:
+            data[field.name] = pd.array(values, dtype="str")
         elif field.kind == SCORE:
             data[field.name] = np.asarray(values, dtype=np.float64)
         else:

@@ -1,8 +1,9 @@
 """Ranking metrics computed the way trec_eval computes them, vectorised over all queries.
 
 A run and its qrels are first flattened into :class:`RankedJudgements`: one row per retrieved
-document, sorted by query and rank, carrying the document's grade. Each metric family is then a
-small kernel over those arrays that returns one value per query; means are taken once, at the end.
+document graded above 0, sorted by query and rank, carrying the document's grade. Each metric
+family is then a small kernel over those arrays that returns one value per query; means are
+taken once, at the end.
 """
 
 from __future__ import annotations
@@ -13,22 +14,29 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rag_bench.errors import DataError, UsageError
 from rag_bench.evaluation.measures import DEFAULT_EVAL_MEASURES, Measure, parse_measures
 from rag_bench.qrels import Qrels, load_qrels
 from rag_bench.rankings import Run, load_run
+from rag_bench.tabular import IdColumn, combine_keys
 
 
 @dataclass(frozen=True)
 class RankedJudgements:
-    """Flat, query-sorted arrays that every metric kernel reads."""
+    """Flat, query-sorted arrays that every metric kernel reads.
+
+    Only retrieved documents graded above 0 matter to any metric, so only they are kept: one row
+    each, sorted by query and rank.
+    """
 
     query_ids: np.ndarray  # the evaluated queries, sorted; index i is query i below
-    qidx: np.ndarray  # per retrieved row: query index; rows sorted by (query, rank)
-    pos: np.ndarray  # per retrieved row: 0-based rank within its query
-    grade: np.ndarray  # per retrieved row: judged grade, 0 when unjudged
-    rel: np.ndarray  # per retrieved row: grade >= rel_level
+    qidx: np.ndarray  # per positively graded retrieved row: query index
+    pos: np.ndarray  # per positively graded retrieved row: 0-based rank within its query
+    grade: np.ndarray  # per positively graded retrieved row: its grade (> 0)
+    rel: np.ndarray  # per positively graded retrieved row: grade >= rel_level
     num_rel: np.ndarray  # per query: judged documents with grade >= rel_level
     ideal_qidx: np.ndarray  # per positively graded judgement, sorted by (query, grade desc)
     ideal_pos: np.ndarray
@@ -53,15 +61,17 @@ def _positions(qidx_sorted: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
 
 
-def _grouped_in_order(qidx: np.ndarray, score: np.ndarray) -> bool:
-    """Whether each query's rows are contiguous and sorted by score descending (any query order),
-    as in nearly every run file: then no sort is needed."""
+def _grouped_in_order(qidx: np.ndarray, score: np.ndarray | None) -> bool:
+    """Whether each query's rows are contiguous and (given scores) sorted by score descending,
+    in any query order, as in nearly every run file: then no sort is needed."""
     if len(qidx) < 2:
         return True
     same = qidx[1:] == qidx[:-1]
     n_groups = len(qidx) - int(np.count_nonzero(same))
-    distinct = np.count_nonzero(np.bincount(qidx)) if len(qidx) else 0
-    return n_groups == distinct and not np.any(same & (score[1:] > score[:-1]))
+    distinct = np.count_nonzero(np.bincount(qidx))
+    if n_groups != distinct:
+        return False
+    return score is None or not np.any(same & (score[1:] > score[:-1]))
 
 
 def _names(categories: pd.Index) -> pd.Index:
@@ -71,58 +81,117 @@ def _names(categories: pd.Index) -> pd.Index:
     return pd.Index(categories.astype(str), dtype=object)
 
 
-def _grades_of(run_qidx, doc_codes, docs, qrels: Qrels, qrels_qidx, grades) -> np.ndarray:
-    """The judged grade of every retrieved row (0 when unjudged).
+def _ranks(query_codes: np.ndarray, score: np.ndarray, doc_ids: IdColumn, ordered: bool):
+    """0-based rank of every row within its query.
 
-    Run documents are mapped onto the qrels' (far fewer) documents once per distinct document;
-    only rows whose document is judged for some query are then looked up by (query, document).
+    An ordered run ranks rows as they come. Otherwise the ranking is trec_eval's: score
+    descending, ties broken by doc id descending. Only rows that tie with a neighbour on score are
+    looked at by doc id, so the string comparison touches few.
     """
-    q_doc = qrels.frame["doc_id"].cat
-    judged_docs = _names(q_doc.categories)
-    to_judged = judged_docs.get_indexer(docs)  # run doc code -> qrels doc code, or -1
-    run_judged = to_judged[doc_codes]
-    grade = np.zeros(len(doc_codes), dtype=np.int64)
-    linked = qrels_qidx >= 0
-    if not linked.any():
-        return grade
-    width = max(len(judged_docs), 1)
-    keys = qrels_qidx[linked] * width + q_doc.codes.to_numpy()[linked]
-    key_order = np.argsort(keys)
-    keys, key_grades = keys[key_order], grades[linked][key_order]
-    rows = np.flatnonzero(run_judged >= 0)
-    wanted = run_qidx[rows] * width + run_judged[rows]
-    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    hit = keys[at] == wanted
-    grade[rows[hit]] = key_grades[at[hit]]
-    return grade
+    keys = None if ordered else score
+    order = None if _grouped_in_order(query_codes, keys) else _sorted_order(query_codes, keys)
+    if order is None:
+        ranks = _positions(query_codes)
+    else:
+        ranks = np.empty(len(query_codes), dtype=np.int64)
+        ranks[order] = _positions(query_codes[order])
+    if not ordered:
+        _break_ties(ranks, query_codes, score, doc_ids, order)
+    return ranks
 
 
-def _trec_order(qidx: np.ndarray, score: np.ndarray, doc_codes: np.ndarray, docs: pd.Index):
-    """Row order of trec_eval: grouped by query, score descending, ties by doc id descending.
+def _sorted_order(query_codes: np.ndarray, score: np.ndarray | None) -> np.ndarray:
+    if score is None:
+        return np.argsort(query_codes, kind="stable")
+    return np.lexsort((-score, query_codes))
 
-    Queries stay in the order they come in (contiguity is all the kernels need). Only rows that
-    tie with a neighbour on score are looked at by doc id, so the string comparison touches few.
+
+def _break_ties(ranks, query_codes, score, doc_ids: IdColumn, order) -> None:
+    """Reorder, in ``ranks``, each block of rows that tie on (query, score) by doc id descending.
+
+    ``order`` lists the rows by (query, score descending) (``None``: they already come so).
     """
-    in_order = _grouped_in_order(qidx, score)
-    order = np.arange(len(qidx)) if in_order else np.lexsort((-score, qidx))
-    q, s = qidx[order], score[order]
+    q = query_codes if order is None else query_codes[order]
+    s = score if order is None else score[order]
     tied_next = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
     if not np.any(tied_next):
-        return order
-    tied = np.zeros(len(order), dtype=bool)
+        return
+    tied = np.zeros(len(q), dtype=bool)
     tied[:-1] |= tied_next
     tied[1:] |= tied_next
-    rows = np.flatnonzero(tied)
+    at = np.flatnonzero(tied)
     # one id per run of equal (query, score), numbered over the tied rows only
-    follows_tie = np.zeros(len(rows), dtype=bool)
-    follows_tie[1:] = tied_next[rows[1:] - 1]
+    follows_tie = np.zeros(len(at), dtype=bool)
+    follows_tie[1:] = tied_next[at[1:] - 1]
     block = np.cumsum(~follows_tie)
-    names = docs.to_numpy(dtype=object)[doc_codes[order[rows]]].astype(str)
-    # descending byte order: sort ascending by the negated rank of each name among the tied ones
-    name_rank = np.unique(names, return_inverse=True)[1]
-    within = np.lexsort((-name_rank, block))
-    order[rows] = order[rows][within]
-    return order
+    rows = at if order is None else order[at]
+    tied_rows = pa.table({"block": block, "doc_id": doc_ids.take(rows)})
+    # Arrow compares strings byte by byte, as trec_eval's strcmp does
+    within = pc.sort_indices(
+        tied_rows, sort_keys=[("block", "ascending"), ("doc_id", "descending")]
+    ).to_numpy()
+    ranks[rows[within]] = ranks[rows]
+
+
+def _query_index(query_ids: pd.Series, evaluated: pd.Index) -> np.ndarray:
+    """Per row, the index of its query among ``evaluated`` (-1 for a query not evaluated)."""
+    column = query_ids.cat
+    per_category = evaluated.get_indexer(_names(column.categories)).astype(np.int64)
+    return per_category[column.codes.to_numpy()]
+
+
+def _matching_judgements(run_qidx, run_docs: IdColumn, qrels_qidx, qrels_docs: IdColumn):
+    """Every (run row, qrels row) pair of the same evaluated query and document, as two arrays.
+
+    Both sides are keyed by a 64-bit hash of (query, document); run rows are first filtered
+    through a bit table of the qrels' keys, the survivors looked up among those keys, and each
+    pair found is then confirmed by comparing the ids themselves, so hash collisions cost time,
+    never exactness.
+    """
+    judged = np.flatnonzero(qrels_qidx >= 0)
+    judged_keys = combine_keys(qrels_qidx[judged], qrels_docs.hashes()[judged])
+    run_keys = combine_keys(run_qidx, run_docs.hashes())
+    rows = np.flatnonzero(_may_contain(judged_keys, run_keys))
+    by_key = np.argsort(judged_keys, kind="stable")
+    sorted_keys = judged_keys[by_key]
+    first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    count = np.diff(np.r_[first, len(sorted_keys)])
+    found = pd.Index(sorted_keys[first]).get_indexer(run_keys[rows])
+    rows, found = rows[found >= 0], found[found >= 0]
+    # expand each row to all judgements sharing its key (one, unless hashes collided)
+    n_pairs = count[found]
+    rows = np.repeat(rows, n_pairs)
+    within = np.arange(len(rows)) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
+    entries = judged[by_key[np.repeat(first[found], n_pairs) + within]]
+    same = run_qidx[rows] == qrels_qidx[entries]
+    same &= pc.equal(run_docs.take(rows), qrels_docs.take(entries)).to_numpy()
+    return rows[same], entries[same]
+
+
+def _may_contain(keys: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Per candidate, False when it is certainly not among ``keys``: a bit table of the keys'
+    low bits, about 16 slots per key, rules out most candidates for one memory access each."""
+    bits = max(int(len(keys) * 16).bit_length(), 10)
+    mask = np.uint64((1 << bits) - 1)
+    table = np.zeros(1 << bits, dtype=bool)
+    table[keys & mask] = True
+    return table[candidates & mask]
+
+
+def _evaluated_queries(qrels: Qrels, run: Run, complete: bool) -> pd.Index:
+    """The queries to score, sorted: judged ones that the run retrieved for (all, if complete)."""
+    q_query = qrels.frame["query_id"].cat
+    r_query = run.frame["query_id"].cat
+    judged = _names(q_query.categories)[_used(q_query.codes.to_numpy(), len(q_query.categories))]
+    retrieved = _names(r_query.categories)[_used(r_query.codes.to_numpy(), len(r_query.categories))]
+    if not complete and len(judged.intersection(retrieved)) == 0 and len(run) > 0:
+        raise DataError(
+            run.source,
+            f"no query of the run appears in the qrels ({qrels.source})",
+            "check that the run and the qrels belong to the same collection",
+        )
+    evaluated = judged if complete else judged.intersection(retrieved)
+    return pd.Index(np.sort(evaluated.to_numpy(dtype=object)), dtype=object)
 
 
 def rank_and_judge(
@@ -131,40 +200,26 @@ def rank_and_judge(
     """Join a run with its qrels over the queries to evaluate (trec_eval's rules)."""
     if rel_level < 1:
         raise UsageError(f"--rel-level {rel_level} is below 1", "relevant means grade ≥ 1 or more")
-    q_query = qrels.frame["query_id"].cat
-    r_query = run.frame["query_id"].cat
-    q_codes = q_query.codes.to_numpy()
-    r_codes = r_query.codes.to_numpy()
-    judged = _names(q_query.categories)[_used(q_codes, len(q_query.categories))]
-    retrieved = _names(r_query.categories)[_used(r_codes, len(r_query.categories))]
-    if not complete and len(judged.intersection(retrieved)) == 0 and len(run) > 0:
-        raise DataError(
-            run.source,
-            f"no query of the run appears in the qrels ({qrels.source})",
-            "check that the run and the qrels belong to the same collection",
-        )
-    evaluated = judged if complete else judged.intersection(retrieved)
-    evaluated = pd.Index(np.sort(evaluated.to_numpy(dtype=object)), dtype=object)
-
-    run_qidx = evaluated.get_indexer(_names(r_query.categories))[r_codes].astype(np.int64)
-    doc_codes = run.frame["doc_id"].cat.codes.to_numpy().astype(np.int64)
-    score = run.frame["score"].to_numpy()
-    keep = run_qidx >= 0
-    if not keep.all():  # rows of queries without judgements play no part
-        run_qidx, doc_codes, score = run_qidx[keep], doc_codes[keep], score[keep]
-    docs = _names(run.frame["doc_id"].cat.categories)
-
-    if run.ordered:
-        contiguous = _grouped_in_order(run_qidx, np.zeros(len(run_qidx)))
-        order = np.arange(len(run_qidx)) if contiguous else np.argsort(run_qidx, kind="stable")
-    else:
-        order = _trec_order(run_qidx, score, doc_codes, docs)
-    if not np.array_equal(order, np.arange(len(order))):
-        run_qidx, doc_codes = run_qidx[order], doc_codes[order]
-
-    qrels_qidx = evaluated.get_indexer(_names(q_query.categories))[q_codes].astype(np.int64)
+    evaluated = _evaluated_queries(qrels, run, complete)
+    run_qidx = _query_index(run.frame["query_id"], evaluated)
+    qrels_qidx = _query_index(qrels.frame["query_id"], evaluated)
     grades = qrels.frame["grade"].to_numpy(dtype=np.int64)
-    grade = _grades_of(run_qidx, doc_codes, docs, qrels, qrels_qidx, grades)
+
+    run_docs = IdColumn.of(run.frame["doc_id"])
+    rows, entries = _matching_judgements(
+        run_qidx, run_docs, qrels_qidx, IdColumn.of(qrels.frame["doc_id"])
+    )
+    graded = grades[entries] > 0
+    rows, entries = rows[graded], entries[graded]
+    ranks = _ranks(
+        run.frame["query_id"].cat.codes.to_numpy(),
+        run.frame["score"].to_numpy(),
+        run_docs,
+        run.ordered,
+    )
+    qidx, pos, grade = run_qidx[rows], ranks[rows], grades[entries]
+    by_rank = np.lexsort((pos, qidx))
+    qidx, pos, grade = qidx[by_rank], pos[by_rank], grade[by_rank]
 
     n = len(evaluated)
     counted = qrels_qidx >= 0
@@ -176,8 +231,8 @@ def rank_and_judge(
     ideal_qidx = qrels_qidx[positive][ideal_order]
     return RankedJudgements(
         query_ids=evaluated.to_numpy(dtype=object),
-        qidx=run_qidx,
-        pos=_positions(run_qidx),
+        qidx=qidx,
+        pos=pos,
         grade=grade,
         rel=grade >= rel_level,
         num_rel=num_rel,
