@@ -1,14 +1,21 @@
 """Ranking-metric evaluation of a large TREC run: rag-bench against its peers, side by side.
 
 Each (tool, repetition) runs in its own subprocess, which times its import, the loading of the
-two files and the computation of the means, and reports its own peak RSS (``ru_maxrss``). Every
-tool gets one warm-up run, then ``--repeat`` runs taken round-robin; the table shows medians and
-each tool's total (load + compute, imports excluded) as a ratio to rag-bench's.
+two files and the computation of the means (and their CPU time, all threads); the parent reads
+the child's peak RSS. Every tool gets one warm-up run, then ``--repeat`` runs taken round-robin;
+the table shows medians and each tool's total (load + compute, imports excluded) as a ratio to
+rag-bench's.
 
 ranx compiles with numba and caches the machine code on disk. All children share one
 ``NUMBA_CACHE_DIR``, empty at the start: ranx's warm-up run compiles (row "ranx (cold cache)", one
 sample), the measured runs find the cache filled. Row "ranx (1st call)" is a measured run's first
 ``evaluate``, row "ranx" a second, warm call in the same process.
+
+``--quick`` is a fast check: a run of 300 queries (300k lines), and each tool's warm-up and
+repetitions in one child (so no interpreter start-up or import between them; the peak memory is
+the child's over all of them). Its numba cache persists in ``benchmarks/data/numba-cache``, so
+only the first quick run pays ranx's compilation (and shows the "cold cache" row); there is no
+"1st call" row, the warm-up having compiled in the same process.
 
     python benchmarks/bench_eval.py --quick
     python benchmarks/bench_eval.py --repeat 5 --tools rag-bench,pytrec_eval
@@ -20,29 +27,26 @@ To profile one tool's phases: ``python -m pyinstrument benchmarks/bench_eval.py 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
-import importlib.metadata
 import importlib.util
-import json
 import os
-import platform
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import common
 
 METRICS = ("precision@10", "recall@100", "mrr", "ndcg@10", "map")
 TOLERANCE = 1e-9  # rag-bench and pytrec_eval (trec_eval) must agree this closely
 REFERENCE, EXACT_PEER = "rag-bench", "pytrec_eval"
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
-RESULT_MARK = "BENCH-RESULT "
-QUICK_QUERIES = 1_000
-VERSIONED = ("numpy", "pandas", "pyarrow", "numba")
+QUICK_QUERIES = 300
+QUICK_NUMBA_CACHE = common.HERE / "data" / "numba-cache"
 
 Means = dict[str, float]
 
@@ -150,54 +154,58 @@ TOOLS = {
 }
 
 
-# --- the child: one measured run of one tool ---------------------------------------------------
+# --- the child: measured runs of one tool -----------------------------------------------------
 
 
 def timed(func: Callable, *args):
-    start = time.perf_counter()
+    """``func(*args)``, its wall time and its CPU time (every thread of the process)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     value = func(*args)
-    return value, time.perf_counter() - start
+    return value, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def measure(tool: Tool, qrels_path: Path, run_path: Path) -> dict:
-    """Import, load and compute once (twice for a warm call); times in s, peak RSS in MiB."""
-    _, import_s = timed(importlib.import_module, tool.module)
-    (qrels, run), load_s = timed(tool.load, qrels_path, run_path)
-    (means, n_queries), compute_s = timed(tool.compute, qrels, run)
-    result = {"import_s": import_s, "load_s": load_s}
+    """Load and compute once (twice for a warm call); times in s."""
+    (qrels, run), load_s, load_cpu = timed(tool.load, qrels_path, run_path)
+    (means, n_queries), compute_s, compute_cpu = timed(tool.compute, qrels, run)
+    result = {"load_s": load_s}
     if tool.warm_call:
         result["first_compute_s"] = compute_s
         result["first_total_s"] = load_s + compute_s
-        (means, n_queries), compute_s = timed(tool.compute, qrels, run)
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+        (means, n_queries), compute_s, compute_cpu = timed(tool.compute, qrels, run)
     return result | {
         "compute_s": compute_s,
         "total_s": load_s + compute_s,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "peak_mib": usage.ru_maxrss / 1024,  # KiB on Linux
+        "cpu_s": load_cpu + compute_cpu,
         "n_queries": n_queries,
         "means": means,
     }
 
 
-def child_main(name: str, qrels_path: Path, run_path: Path) -> None:
-    print(RESULT_MARK + json.dumps(measure(TOOLS[name], qrels_path, run_path)), flush=True)
+def child_main(name: str, qrels_path: Path, run_path: Path, rounds: int) -> None:
+    """Import the tool (timed), then ``rounds`` measured runs, the data freed between them."""
+    tool = TOOLS[name]
+    _, import_s, _ = timed(importlib.import_module, tool.module)
+    results = []
+    for _ in range(rounds):
+        results.append({"import_s": import_s} | measure(tool, qrels_path, run_path))
+        gc.collect()
+    common.emit({"rounds": results})
 
 
 # --- the parent: repetitions, medians, agreement, report ---------------------------------------
 
 
-def run_child(name: str, qrels_path: Path, run_path: Path, numba_cache: str) -> dict:
-    """Measure one run of ``name`` in a fresh interpreter."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", name]
+def run_child(name: str, qrels_path: Path, run_path: Path, numba_cache: Path, rounds: int):
+    """``rounds`` measured runs of ``name`` in one fresh interpreter, each with the child's peak
+    memory."""
+    command = common.python_child(
+        Path(__file__).resolve(), "--child", name, "--rounds", str(rounds)
+    )
     command += ["--qrels", str(qrels_path), "--run", str(run_path)]
-    env = os.environ | {"NUMBA_CACHE_DIR": numba_cache}
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
-    for line in reversed(done.stdout.splitlines()):
-        if line.startswith(RESULT_MARK):
-            return json.loads(line.removeprefix(RESULT_MARK))
-    tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-    raise RuntimeError(f"{name} failed (exit {done.returncode}):\n{tail}")
+    env = os.environ | {"NUMBA_CACHE_DIR": str(numba_cache)}
+    done = common.child_result(common.run_measured(command, env=env), name)
+    return [result | {"peak_mib": done["peak_mib"]} for result in done["rounds"]]
 
 
 def summarize(runs: list[dict]) -> dict:
@@ -209,29 +217,40 @@ def summarize(runs: list[dict]) -> dict:
     numeric = [key for key, value in cold.items() if isinstance(value, float)]
     summary = {key: statistics.median(run[key] for run in measured) for key in numeric}
     last = measured[-1]
-    return (
-        summary
-        | {"means": last["means"], "n_queries": last["n_queries"]}
-        | {
-            "cold": cold,
-            "runs": measured,
-        }
-    )
+    return summary | {
+        "means": last["means"],
+        "n_queries": last["n_queries"],
+        "cold": cold,
+        "runs": measured,
+    }
 
 
-def benchmark(names: list[str], qrels_path: Path, run_path: Path, repeat: int) -> dict:
-    """A warm-up per tool, then ``repeat`` round-robin rounds; a tool that fails is dropped."""
+def benchmark(
+    names: list[str],
+    qrels_path: Path,
+    run_path: Path,
+    repeat: int,
+    numba_cache: Path,
+    one_child: bool,
+) -> dict:
+    """A warm-up per tool, then ``repeat`` measured runs: round-robin, one child each, or (with
+    ``one_child``) all of a tool's runs in one child. A tool that fails is dropped."""
     runs: dict[str, list[dict]] = {name: [] for name in names}
     errors: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-numba-") as numba_cache:
-        for label in ["warm-up"] + [f"round {i}/{repeat}" for i in range(1, repeat + 1)]:
-            for name in [n for n in names if n not in errors]:
-                print(f"{label} {name} ...", flush=True)
-                try:
-                    runs[name].append(run_child(name, qrels_path, run_path, numba_cache))
-                except RuntimeError as exc:
-                    errors[name] = str(exc)
-                    print(exc, flush=True)
+    if one_child:
+        schedule = [(f"warm-up and {repeat} runs", name, 1 + repeat) for name in names]
+    else:
+        labels = ["warm-up"] + [f"round {i}/{repeat}" for i in range(1, repeat + 1)]
+        schedule = [(label, name, 1) for label in labels for name in names]
+    for label, name, rounds in schedule:
+        if name in errors:
+            continue
+        print(f"{label} {name} ...", flush=True)
+        try:
+            runs[name] += run_child(name, qrels_path, run_path, numba_cache, rounds)
+        except RuntimeError as exc:
+            errors[name] = str(exc)
+            print(exc, flush=True)
     tools = {name: summarize(r) for name, r in runs.items() if name not in errors}
     return {"tools": tools, "errors": errors}
 
@@ -247,13 +266,17 @@ def row(tool: str, numbers: dict, compute: str, total: str) -> dict:
     }
 
 
-def table_rows(tools: dict[str, dict]) -> list[dict]:
-    """One row per tool (medians); a tool with a warm call adds its first call and cold run."""
+def table_rows(tools: dict[str, dict], *, first_calls: bool, cold_cache: bool) -> list[dict]:
+    """One row per tool (medians); a tool with a warm call adds its first call (when measured in
+    a fresh process) and its warm-up run (when that found the compilation cache empty)."""
     rows = []
     for name, summary in tools.items():
         rows.append(row(name, summary, "compute_s", "total_s"))
-        if "first_compute_s" in summary:
+        if "first_compute_s" not in summary:
+            continue
+        if first_calls:
             rows.append(row(f"{name} (1st call)", summary, "first_compute_s", "first_total_s"))
+        if cold_cache:
             rows.append(
                 row(f"{name} (cold cache)", summary["cold"], "first_compute_s", "first_total_s")
             )
@@ -316,43 +339,6 @@ def agreement(tools: dict[str, dict]) -> tuple[bool, list[str]]:
     return ok, lines
 
 
-def source() -> dict:
-    """The commit of the rag-bench checkout measured, and whether rag_bench/ had local edits."""
-    repo = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short", "HEAD")
-    return {
-        "commit": commit or None,
-        "dirty": bool(git("status", "--porcelain", "--", "rag_bench")),
-    }
-
-
-def machine() -> dict:
-    """Cores, CPU model, memory, Python and package versions."""
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    models = [
-        line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line
-    ]
-    packages = {}
-    for dist in [tool.distribution for tool in TOOLS.values()] + list(VERSIONED):
-        try:
-            packages[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            packages[dist] = None
-    return {
-        "cores": os.cpu_count(),
-        "cpu": models[0] if models else platform.processor(),
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "packages": packages,
-    }
-
-
 def available(names: list[str]) -> list[str]:
     found = [n for n in names if importlib.util.find_spec(TOOLS[n].module) is not None]
     for name in sorted(set(names) - set(found)):
@@ -379,34 +365,27 @@ def count_lines(path: Path) -> int:
 
 def report(results: dict, path: Path) -> bool:
     """Print the tables and agreement, write the JSON; False on a mismatch or a failed tool."""
-    info = results["machine"]
-    code = results["source"]
-    print(f"\nrag-bench at {code['commit']}" + (" with local edits" if code["dirty"] else ""))
+    print("\n" + common.describe(results))
     print(f"data: {results['data']}")
-    print(f"machine: {info['cores']} cores, {info['cpu']}, {info['memory_gib']} GiB,")
-    print(
-        f"  Python {info['python']}, " + ", ".join(f"{k} {v}" for k, v in info["packages"].items())
-    )
-    load = results["load_average_1min"]
-    print(f"load average (1 min) before/after: {load['before']:.2f}/{load['after']:.2f}", end="")
-    print(" (other processes were busy: timings are noisy)" if load["before"] > 0.5 else "")
-    print(f"medians of {results['repeat']} runs after a warm-up; total = load + compute (imports")
-    print("excluded); ratio = total / rag-bench's total; cpu s = the child's whole CPU time\n")
+    how = "in one child per tool" if results["one_child"] else "each in its own child"
+    print(f"medians of {results['repeat']} runs after a warm-up ({how}); total = load + compute")
+    print("(imports excluded); ratio = total / rag-bench's total; cpu s = CPU time of load +")
+    print("compute, all threads\n")
     print(format_table(results["rows"]))
     print("\nmeans\n" + format_means(results["tools"]))
     ok, lines = agreement(results["tools"])
     results["agreement_ok"] = ok
     lines += [f"FAILED {name}: {error}" for name, error in results["errors"].items()]
     print("\n" + "\n".join(lines))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {path}")
+    common.write_results(results, path)
     return ok and not results["errors"]
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_QUERIES} queries only")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"{QUICK_QUERIES} queries, one child per tool"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="measured runs per tool")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset")
     parser.add_argument("--seed", type=int, default=0, help="of the generated data")
@@ -415,6 +394,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--run", type=Path)
     parser.add_argument("--json", type=Path, help="results file (default: results/eval*.json)")
     parser.add_argument("--child", choices=list(TOOLS), help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if bool(args.qrels) != bool(args.run):
         parser.error("--qrels and --run go together")
@@ -426,19 +406,37 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+@contextmanager
+def numba_cache(persistent: bool):
+    """ranx's compilation cache: a fresh, empty folder, or the one quick runs share; and whether
+    it starts empty."""
+    if persistent:
+        QUICK_NUMBA_CACHE.mkdir(parents=True, exist_ok=True)
+        yield QUICK_NUMBA_CACHE, not any(QUICK_NUMBA_CACHE.iterdir())
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-numba-") as folder:
+        yield Path(folder), True
+
+
 def main() -> int:
     args = parse_args()
     if args.child:
-        child_main(args.child, args.qrels, args.run)
+        child_main(args.child, args.qrels, args.run, args.rounds)
         return 0
     names = available(args.tools.split(","))
     qrels_path, run_path, data = dataset(args)
-    load_before = os.getloadavg()[0]
-    results = benchmark(names, qrels_path, run_path, args.repeat)
+    load_before = common.load_average()
+    with numba_cache(persistent=args.quick) as (cache, cold_cache):
+        results = benchmark(names, qrels_path, run_path, args.repeat, cache, one_child=args.quick)
     results |= {"data": data, "repeat": args.repeat, "metrics": list(METRICS)}
-    results["load_average_1min"] = {"before": load_before, "after": os.getloadavg()[0]}
-    results |= {"machine": machine(), "source": source(), "rows": table_rows(results["tools"])}
-    default = RESULTS_DIR / ("eval-quick.json" if args.quick else "eval.json")
+    results |= {"one_child": args.quick, "numba_cache_cold": cold_cache}
+    results["load_average_1min"] = {"before": load_before, "after": common.load_average()}
+    results["machine"] = common.machine([t.distribution for t in TOOLS.values()] + ["numba"])
+    results["source"] = common.source()
+    results["rows"] = table_rows(
+        results["tools"], first_calls=not args.quick, cold_cache=cold_cache
+    )
+    default = common.RESULTS_DIR / ("eval-quick.json" if args.quick else "eval.json")
     return 0 if report(results, args.json or default) else 1
 
 
