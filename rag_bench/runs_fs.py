@@ -214,8 +214,7 @@ def _remote(url: str, scheme: str, rest: str) -> RunsFolder:
 
     key = hashlib.sha256(f"{scheme}://{root}".encode()).hexdigest()[:16]
     bookkeeping = default_cache_dir() / "remote-runs" / key
-    folder = RunsFolder(url, fs, root.rstrip("/"), None, bookkeeping)
-    return folder
+    return RunsFolder(url, fs, root.rstrip("/"), None, bookkeeping)
 
 
 def note_bookkeeping(folder: RunsFolder) -> None:
@@ -279,10 +278,14 @@ def _other_filesystem(url: str, scheme: str):
         else:
             fs = pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
             return fs, filesystem._strip_protocol(url)
+    extra = (
+        f"install the fsspec implementation of {scheme}://"
+        if fsspec is not None
+        else "install fsspec and its implementation of that scheme"
+    )
     raise UsageError(
         f"--runs-dir {url}: no filesystem for {scheme}:// ({_first_line(reason)})",
-        "use a local path, file:///path, s3://bucket/prefix, or install the fsspec package "
-        f"for {scheme}://",
+        f"use a local path, file:///path or s3://bucket/prefix, or {extra}",
     )
 
 

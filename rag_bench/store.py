@@ -55,6 +55,7 @@ import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -570,7 +571,7 @@ def read_manifest(where: RunLocation | Path) -> dict:
     """The manifest of a run (or of a folder of the first layout), checked to be readable."""
     if isinstance(where, RunLocation):
         name, shown = where.run_id, where.runs.url(*manifest_parts(where.run_id))
-        reading = lambda: where.runs.read_bytes(*manifest_parts(where.run_id))  # noqa: E731
+        reading = partial(where.runs.read_bytes, *manifest_parts(where.run_id))
     else:
         name, shown = where.name, str(where / MANIFEST)
         reading = (where / MANIFEST).read_bytes
