@@ -134,8 +134,7 @@ def _column(column, kind: str):
     if kind == ID:
         return _categorical(column)
     if kind == TEXT_ID:
-        # one chunk: Arrow's take across many chunks costs more than concatenating them once
-        ids = pd.array(column.combine_chunks(), dtype="str")
+        ids = pd.array(column, dtype="str")
         IdColumn.of(pd.Series(ids, copy=False)).hashes()
         return ids
     return column.to_numpy()
@@ -158,18 +157,23 @@ def _categorical(column) -> pd.Categorical:
     """
     import pyarrow.compute as pc
 
-    values = column.combine_chunks()  # Arrow's take across chunks costs more than this
-    n = len(values)
-    changes = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
+    n = len(column)
+    changes = pc.not_equal(column[1:], column[:-1]).to_numpy(zero_copy_only=False)
     starts = np.flatnonzero(np.concatenate(([True], changes)))
     if len(starts) > n // 2:  # ids do not come in runs: encode them all
-        encoded = pc.dictionary_encode(values)
+        encoded = pc.dictionary_encode(column.combine_chunks())
         codes = encoded.indices.to_numpy()
     else:
-        encoded = pc.dictionary_encode(values.take(starts))
-        codes = np.repeat(encoded.indices.to_numpy(), np.diff(np.append(starts, n)))
+        encoded = pc.dictionary_encode(take(column, starts))
+        run_codes = encoded.indices.to_numpy().astype(_code_type(len(encoded.dictionary)))
+        codes = np.repeat(run_codes, np.diff(np.append(starts, n)))
     categories = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
     return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+
+def _code_type(n_categories: int) -> np.dtype:
+    """The narrowest codes pandas keeps for so many categories (so it does not convert them)."""
+    return np.min_scalar_type(-n_categories - 1)
 
 
 # --- identifier columns as Arrow strings, and their 64-bit hashes ---------------------------------
@@ -183,11 +187,17 @@ _HASH_BLOCK = 1 << 20  # rows hashed at a time
 _HASHES: dict[int, np.ndarray] = {}  # id(Arrow strings) -> their hashes, while the strings live
 
 
+def scaled_keys(first: np.ndarray) -> np.ndarray:
+    """The first half of :func:`combine_keys`: ``combine_keys(a, b) == scaled_keys(a) + b``."""
+    key = first.astype(np.uint64)
+    key *= _MULTIPLIER
+    return key
+
+
 def combine_keys(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """One 64-bit key per row from two integer keys: equal pairs give equal keys, and unequal
     pairs rarely do when ``second`` is a hash."""
-    key = first.astype(np.uint64)
-    key *= _MULTIPLIER
+    key = scaled_keys(first)
     key += second.astype(np.uint64, copy=False)
     return key
 
@@ -269,10 +279,7 @@ class IdColumn:
             categories = ids.cat.categories
             return cls(cls.of(pd.Series(categories.astype(str))).values, ids.cat.codes.to_numpy())
         if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
-            values = ids.array.__arrow_array__()  # the column's own Arrow data, no copy
-            if values.num_chunks > 1:
-                values = pa.chunked_array([values.combine_chunks()])
-            return cls(values)
+            return cls(ids.array.__arrow_array__())  # the column's own Arrow data, no copy
         strings = np.asarray(ids.astype(str), dtype=object)
         return cls(pa.chunked_array([pa.array(strings, type=pa.large_string())]))
 
@@ -283,7 +290,29 @@ class IdColumn:
 
     def take(self, rows: np.ndarray):
         """The ids at ``rows``, as Arrow strings."""
-        return self.values.take(rows if self.codes is None else self.codes[rows])
+        return take(self.values, rows if self.codes is None else self.codes[rows])
+
+
+def take(values, rows: np.ndarray):
+    """``values.take(rows)`` for a chunked Arrow array, as one array, taken chunk by chunk:
+    Arrow's own take across chunks first concatenates them all."""
+    import pyarrow as pa
+
+    if values.num_chunks == 1:
+        return values.chunk(0).take(rows)
+    order = None if np.all(rows[1:] >= rows[:-1]) else np.argsort(rows, kind="stable")
+    ascending = rows if order is None else rows[order]
+    bounds = np.cumsum([0] + [len(chunk) for chunk in values.chunks])
+    cuts = np.searchsorted(ascending, bounds)
+    pieces = [
+        chunk.take(ascending[cuts[i] : cuts[i + 1]] - bounds[i])
+        for i, chunk in enumerate(values.chunks)
+        if cuts[i + 1] > cuts[i]
+    ]
+    taken = pa.concat_arrays(pieces) if pieces else pa.array([], type=values.type)
+    if order is not None:
+        taken = taken.take(np.argsort(order))  # back to the order asked for
+    return taken
 
 
 def _valid(frame: pd.DataFrame, fmt: RecordFormat) -> bool:
@@ -311,7 +340,8 @@ def _may_repeat(frame: pd.DataFrame, names: Sequence[str]) -> bool:
     keys = [_exact_or_hashed(frame[name]) for name in names]
     key = keys[0].astype(np.uint64)
     for more in keys[1:]:
-        key = combine_keys(key, more)
+        key *= _MULTIPLIER  # combine_keys, in place
+        key += more.astype(np.uint64, copy=False)
     key.sort()  # sorting integers is much faster than hashing them
     return bool(np.any(key[1:] == key[:-1]))
 

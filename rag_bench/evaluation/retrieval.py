@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from rag_bench.errors import DataError, UsageError
 from rag_bench.evaluation.measures import DEFAULT_EVAL_MEASURES, Measure, parse_measures
 from rag_bench.qrels import Qrels, load_qrels
 from rag_bench.rankings import Run, load_run
-from rag_bench.tabular import IdColumn, combine_keys
+from rag_bench.tabular import IdColumn, combine_keys, scaled_keys
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class RankedJudgements:
 
 
 def _used(codes: np.ndarray, n_categories: int) -> np.ndarray:
-    return np.bincount(codes[codes >= 0], minlength=n_categories) > 0
+    if len(codes) and codes.min() < 0:  # missing values
+        codes = codes[codes >= 0]
+    return np.bincount(codes, minlength=n_categories) > 0
 
 
 def _positions(qidx_sorted: np.ndarray) -> np.ndarray:
@@ -81,23 +84,44 @@ def _names(categories: pd.Index) -> pd.Index:
     return pd.Index(categories.astype(str), dtype=object)
 
 
-def _ranks(query_codes: np.ndarray, score: np.ndarray, doc_ids: IdColumn, ordered: bool):
-    """0-based rank of every row within its query.
+def _ranks(rows: np.ndarray, query_codes, score, doc_ids: IdColumn, ordered: bool) -> np.ndarray:
+    """The 0-based rank of each of ``rows`` within its query.
 
     An ordered run ranks rows as they come. Otherwise the ranking is trec_eval's: score
-    descending, ties broken by doc id descending. Only rows that tie with a neighbour on score are
-    looked at by doc id, so the string comparison touches few.
+    descending, ties broken by doc id descending. When the rows already come grouped by query
+    and sorted (nearly every run file), a rank is the distance from the query's first row; only
+    rows that tie with a neighbour on score are looked at by doc id.
     """
     keys = None if ordered else score
-    order = None if _grouped_in_order(query_codes, keys) else _sorted_order(query_codes, keys)
-    if order is None:
-        ranks = _positions(query_codes)
+    if _grouped_in_order(query_codes, keys):
+        order = None
+        rank_of = partial(_distance_from_start, _group_starts(query_codes))
     else:
-        ranks = np.empty(len(query_codes), dtype=np.int64)
-        ranks[order] = _positions(query_codes[order])
+        order = _sorted_order(query_codes, keys)
+        every = np.empty(len(query_codes), dtype=np.int64)
+        every[order] = _positions(query_codes[order])
+        rank_of = every.__getitem__
+    ranks = rank_of(rows)
     if not ordered:
-        _break_ties(ranks, query_codes, score, doc_ids, order)
+        _override(ranks, rows, *_tie_ranks(query_codes, score, doc_ids, order, rank_of))
     return ranks
+
+
+def _override(ranks: np.ndarray, rows: np.ndarray, listed: np.ndarray, listed_ranks) -> None:
+    """``ranks[i] = listed_ranks[j]`` wherever ``rows[i] == listed[j]`` (``listed`` sorted)."""
+    if len(listed) == 0:
+        return
+    at = np.minimum(np.searchsorted(listed, rows), len(listed) - 1)
+    hit = listed[at] == rows
+    ranks[hit] = listed_ranks[at[hit]]
+
+
+def _group_starts(query_codes: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.r_[True, query_codes[1:] != query_codes[:-1]])
+
+
+def _distance_from_start(starts: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return rows - starts[np.searchsorted(starts, rows, side="right") - 1]
 
 
 def _sorted_order(query_codes: np.ndarray, score: np.ndarray | None) -> np.ndarray:
@@ -106,16 +130,15 @@ def _sorted_order(query_codes: np.ndarray, score: np.ndarray | None) -> np.ndarr
     return np.lexsort((-score, query_codes))
 
 
-def _break_ties(ranks, query_codes, score, doc_ids: IdColumn, order) -> None:
-    """Reorder, in ``ranks``, each block of rows that tie on (query, score) by doc id descending.
+def _tie_ranks(query_codes, score, doc_ids: IdColumn, order, rank_of):
+    """The rows that tie with a neighbour on (query, score), sorted, and their trec_eval ranks:
+    each block of tied rows takes the block's ranks by doc id descending.
 
     ``order`` lists the rows by (query, score descending) (``None``: they already come so).
     """
     q = query_codes if order is None else query_codes[order]
     s = score if order is None else score[order]
     tied_next = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
-    if not np.any(tied_next):
-        return
     tied = np.zeros(len(q), dtype=bool)
     tied[:-1] |= tied_next
     tied[1:] |= tied_next
@@ -130,17 +153,40 @@ def _break_ties(ranks, query_codes, score, doc_ids: IdColumn, order) -> None:
     within = pc.sort_indices(
         tied_rows, sort_keys=[("block", "ascending"), ("doc_id", "descending")]
     ).to_numpy()
-    ranks[rows[within]] = ranks[rows]
+    reordered, ranks = rows[within], rank_of(rows)  # a block's ranks, handed out in name order
+    by_row = np.argsort(reordered)
+    return reordered[by_row], ranks[by_row]
 
 
-def _query_index(query_ids: pd.Series, evaluated: pd.Index) -> np.ndarray:
-    """Per row, the index of its query among ``evaluated`` (-1 for a query not evaluated)."""
-    column = query_ids.cat
-    per_category = evaluated.get_indexer(_names(column.categories)).astype(np.int64)
-    return per_category[column.codes.to_numpy()]
+@dataclass(frozen=True)
+class _Queries:
+    """A table's query column: per row a code, per code the index of the query among the
+    evaluated ones (-1: not evaluated)."""
+
+    codes: np.ndarray
+    index_of_code: np.ndarray
+
+    @classmethod
+    def of(cls, query_ids: pd.Series, evaluated: pd.Index) -> _Queries:
+        column = query_ids.cat
+        index_of_code = evaluated.get_indexer(_names(column.categories)).astype(np.int64)
+        return cls(column.codes.to_numpy(), index_of_code)
+
+    def index(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The query index of ``rows`` (of every row when None)."""
+        return self.index_of_code[self.codes if rows is None else self.codes[rows]]
+
+    def keys(self, doc_hashes: np.ndarray) -> np.ndarray:
+        """Per row, a key of (query index, document): ``combine_keys(self.index(), doc_hashes)``
+        built with one array of the table's length."""
+        key = scaled_keys(self.index_of_code)[self.codes]
+        key += doc_hashes
+        return key
 
 
-def _matching_judgements(run_qidx, run_docs: IdColumn, qrels_qidx, qrels_docs: IdColumn):
+def _matching_judgements(
+    run_queries: _Queries, run_docs: IdColumn, qrels_qidx: np.ndarray, qrels_docs: IdColumn
+):
     """Every (run row, qrels row) pair of the same evaluated query and document, as two arrays.
 
     Both sides are keyed by a 64-bit hash of (query, document); run rows are first filtered
@@ -150,7 +196,7 @@ def _matching_judgements(run_qidx, run_docs: IdColumn, qrels_qidx, qrels_docs: I
     """
     judged = np.flatnonzero(qrels_qidx >= 0)
     judged_keys = combine_keys(qrels_qidx[judged], qrels_docs.hashes()[judged])
-    run_keys = combine_keys(run_qidx, run_docs.hashes())
+    run_keys = run_queries.keys(run_docs.hashes())
     rows = np.flatnonzero(_may_contain(judged_keys, run_keys))
     by_key = np.argsort(judged_keys, kind="stable")
     sorted_keys = judged_keys[by_key]
@@ -163,8 +209,8 @@ def _matching_judgements(run_qidx, run_docs: IdColumn, qrels_qidx, qrels_docs: I
     rows = np.repeat(rows, n_pairs)
     within = np.arange(len(rows)) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
     entries = judged[by_key[np.repeat(first[found], n_pairs) + within]]
-    same = run_qidx[rows] == qrels_qidx[entries]
-    same &= pc.equal(run_docs.take(rows), qrels_docs.take(entries)).to_numpy()
+    same = run_queries.index(rows) == qrels_qidx[entries]
+    same &= pc.equal(run_docs.take(rows), qrels_docs.take(entries)).to_numpy(zero_copy_only=False)
     return rows[same], entries[same]
 
 
@@ -201,23 +247,18 @@ def rank_and_judge(
     if rel_level < 1:
         raise UsageError(f"--rel-level {rel_level} is below 1", "relevant means grade ≥ 1 or more")
     evaluated = _evaluated_queries(qrels, run, complete)
-    run_qidx = _query_index(run.frame["query_id"], evaluated)
-    qrels_qidx = _query_index(qrels.frame["query_id"], evaluated)
+    run_queries = _Queries.of(run.frame["query_id"], evaluated)
+    qrels_qidx = _Queries.of(qrels.frame["query_id"], evaluated).index()
     grades = qrels.frame["grade"].to_numpy(dtype=np.int64)
 
     run_docs = IdColumn.of(run.frame["doc_id"])
     rows, entries = _matching_judgements(
-        run_qidx, run_docs, qrels_qidx, IdColumn.of(qrels.frame["doc_id"])
+        run_queries, run_docs, qrels_qidx, IdColumn.of(qrels.frame["doc_id"])
     )
     graded = grades[entries] > 0
     rows, entries = rows[graded], entries[graded]
-    ranks = _ranks(
-        run.frame["query_id"].cat.codes.to_numpy(),
-        run.frame["score"].to_numpy(),
-        run_docs,
-        run.ordered,
-    )
-    qidx, pos, grade = run_qidx[rows], ranks[rows], grades[entries]
+    pos = _ranks(rows, run_queries.codes, run.frame["score"].to_numpy(), run_docs, run.ordered)
+    qidx, grade = run_queries.index(rows), grades[entries]
     by_rank = np.lexsort((pos, qidx))
     qidx, pos, grade = qidx[by_rank], pos[by_rank], grade[by_rank]
 
