@@ -117,3 +117,12 @@ def test_run_frames_built_by_hand_evaluate_alike():
     for doc_ids in (pd.array(chunked, dtype="str"), pd.array(ids, dtype=object)):
         run = Run(frame.assign(doc_id=doc_ids), ordered=False)
         assert evaluate_run(qrels, run, METRICS).means() == reference
+
+
+@pytest.mark.parametrize("rows", [[4, 0, 3, 3, 1], [0, 2, 4], []])
+def test_take_across_chunks_keeps_the_order_asked_for(rows):
+    values = pa.chunked_array(
+        [pa.array(["a", "b"]), pa.array([], pa.string()), pa.array(["c", "d", "e"])]
+    )
+    rows = np.array(rows, dtype=np.int64)
+    assert tabular.take(values, rows).to_pylist() == [values[int(i)].as_py() for i in rows]
