@@ -150,17 +150,17 @@ class RayExecutor:
 
     def map(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> Iterator[R]:
         reference = [self.share(shared)]  # in a list: the task resolves it, once per worker
-        submitted: list[Any] = []
+        outstanding: dict[int, Any] = {}  # tasks submitted and not yet fetched, by id
 
         def submit(item):
-            task = self._task.remote(fn, reference, item)
-            submitted.append(task)
-            return _RayFuture(self.ray, task)
+            future = _RayFuture(self.ray, self._task.remote(fn, reference, item), outstanding)
+            outstanding[id(future)] = future.task
+            return future
 
         try:
             yield from _in_order(submit, items, 2 * self.workers)
-        except BaseException:
-            for task in submitted:
+        except BaseException:  # an error, Ctrl-C, or the caller stopped early: stop the rest
+            for task in list(outstanding.values()):
                 self.ray.cancel(task, force=False)
             raise
 
@@ -175,12 +175,14 @@ class RayExecutor:
 
 
 class _RayFuture:
-    def __init__(self, ray, task):
-        self.ray, self.task = ray, task
+    def __init__(self, ray, task, outstanding: dict[int, Any]):
+        self.ray, self.task, self.outstanding = ray, task, outstanding
 
     def result(self):
         try:
-            return self.ray.get(self.task)
+            value = self.ray.get(self.task)
+            self.outstanding.pop(id(self), None)
+            return value
         except self.ray.exceptions.RayTaskError as error:
             cause = getattr(error, "cause", None)
             if isinstance(cause, Exception):  # the task's own error, as raised there

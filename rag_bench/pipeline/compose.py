@@ -173,7 +173,8 @@ class Pipeline:
             parts.append(vectors)
         work = [part for _, part in missing]
         found = executor.map(_embed_block, (encoder, self.analyzer), work)
-        for (number, _), (vectors, counted) in zip(missing, found):
+        for position, (vectors, counted) in enumerate(found):
+            number = missing[position][0]
             if executor.isolated:
                 _absorb({"encoder": encoder}, counted)
             blocks.save(number, vectors)
@@ -245,10 +246,10 @@ class Pipeline:
         timings: list[dict[str, float]] = []
         blocks = [queries[i : i + BATCH] for i in range(0, len(queries), BATCH)]
         work = [(block, depth, rerank_here) for block in blocks]
-        for block, (ranked, spent, counted) in zip(blocks, executor.map(_rank_block, self, work)):
+        for number, (ranked, spent, counted) in enumerate(executor.map(_rank_block, self, work)):
             self._absorb(counted, executor)
             stages.extend(ranked)
-            timings.extend(dict(spent) for _ in block)
+            timings.extend(dict(spent) for _ in blocks[number])
         if self.reranker is not None and not rerank_here:
             spent = self._rerank(queries, stages)
             for t in timings:
@@ -320,7 +321,8 @@ class Pipeline:
             ([queries[i] for i in b], [stages[i] for i in b], [timings[i] for i in b]) for b in todo
         ]
         done = _Sized(executor.map(_respond_block, self, work), len(work))
-        for block, (fresh, counted) in zip(todo, progress(done) if progress else done):
+        for number, (fresh, counted) in enumerate(progress(done) if progress else done):
+            block = todo[number]
             self._absorb(counted, executor)
             for i, result in zip(block, fresh):
                 results[i] = result
