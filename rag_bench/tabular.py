@@ -183,7 +183,7 @@ _SHIFT = np.uint64(32)
 # _LOW_BYTES[n]: a mask keeping the first n bytes of a little-endian 8-byte word
 _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 _LENGTH_BYTE = np.uint64(56)
-_HASH_BLOCK = 1 << 20  # rows hashed at a time
+ROW_BLOCK = 1 << 20  # rows hashed or keyed at a time: temporaries stay small and in cache
 _HASHES: dict[int, np.ndarray] = {}  # id(Arrow strings) -> their hashes, while the strings live
 
 
@@ -253,8 +253,8 @@ def _cached_string_hashes(strings) -> np.ndarray:
         done = 0
         for chunk in strings.chunks:
             # a slice's strings stay in the CPU's cache while its words are read
-            for start in range(0, len(chunk), _HASH_BLOCK):
-                block = chunk.slice(start, _HASH_BLOCK)
+            for start in range(0, len(chunk), ROW_BLOCK):
+                block = chunk.slice(start, ROW_BLOCK)
                 hashes[done : done + len(block)] = _string_hashes(block)
                 done += len(block)
         hashes.flags.writeable = False
@@ -338,12 +338,32 @@ def _may_repeat(frame: pd.DataFrame, names: Sequence[str]) -> bool:
     """Whether two rows may agree on all of ``names``: certainly not when their hashed keys all
     differ; two equal keys send the file to the slow path, which is exact."""
     keys = [_exact_or_hashed(frame[name]) for name in names]
-    key = keys[0].astype(np.uint64)
-    for more in keys[1:]:
-        key *= _MULTIPLIER  # combine_keys, in place
-        key += more.astype(np.uint64, copy=False)
-    key.sort()  # sorting integers is much faster than hashing them
-    return bool(np.any(key[1:] == key[:-1]))
+    for start, stop in _blocks_of_whole_groups(frame[names[0]]):
+        key = keys[0][start:stop].astype(np.uint64)
+        for more in keys[1:]:
+            key *= _MULTIPLIER  # combine_keys, in place
+            key += more[start:stop].astype(np.uint64, copy=False)
+        key.sort()  # sorting integers is much faster than hashing them
+        if np.any(key[1:] == key[:-1]):
+            return True
+    return False
+
+
+def _blocks_of_whole_groups(column: pd.Series) -> list[tuple[int, int]]:
+    """Row ranges of about :data:`ROW_BLOCK` rows that never split the rows of one value of a
+    Categorical whose equal values are contiguous (a run's queries), so that duplicates can be
+    looked for block by block; a single range otherwise."""
+    n = len(column)
+    if not isinstance(column.dtype, pd.CategoricalDtype) or n <= ROW_BLOCK:
+        return [(0, n)]
+    codes = column.cat.codes.to_numpy()
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    if len(starts) != len(np.unique(codes[starts])):  # a value comes back later
+        return [(0, n)]
+    at = np.searchsorted(starts, np.arange(0, n, ROW_BLOCK))
+    cuts = np.unique(starts[np.minimum(at, len(starts) - 1)])
+    bounds = np.append(cuts, n)
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
 def _convert(value: str, kind: str) -> object:

@@ -11,6 +11,7 @@ import pytest
 
 from rag_bench import Qrels, Run, evaluate_run, load_run, tabular
 from rag_bench.errors import DataError
+from rag_bench.evaluation import retrieval
 from rag_bench.tabular import IdColumn
 
 IDS = [
@@ -78,11 +79,23 @@ def test_a_file_runs_doc_ids_are_strings_that_evaluate_like_the_dict(tmp_path):
     )
 
 
-def test_a_document_retrieved_twice_names_both_lines(tmp_path):
-    lines = run_lines({"q1": ["d1", "d2", "d3"], "q2": ["d1", "d2", "d1"]})
+@pytest.fixture(params=[None, 2], ids=["one block", "blocks of 2 rows"])
+def row_block(request, monkeypatch):
+    """Rows hashed, keyed and checked for duplicates in one block, or in many tiny ones."""
+    if request.param:
+        monkeypatch.setattr(tabular, "ROW_BLOCK", request.param)
+        monkeypatch.setattr(retrieval, "ROW_BLOCK", request.param)
+
+
+def test_a_document_retrieved_twice_names_both_lines(tmp_path, row_block):
+    lines = run_lines({"q1": ["d1", "d2", "d3"], "q2": ["d1", "d2", "d1"], "q3": ["d1"]})
     with pytest.raises(DataError) as error:
         load_run(write(tmp_path / "run.txt", lines))
     assert "run.txt:6" in str(error.value) and "first on line 4" in str(error.value)
+    # a query whose lines come back later, with a document retrieved again
+    lines = run_lines({"q1": ["d1", "d2"], "q2": ["d1"]}) + run_lines({"q1": ["d3", "d2"]})
+    with pytest.raises(DataError, match="first on line 2"):
+        load_run(write(tmp_path / "split.txt", lines))
 
 
 def _hash_by_length(strings) -> np.ndarray:
@@ -90,7 +103,9 @@ def _hash_by_length(strings) -> np.ndarray:
     return pc.binary_length(strings).to_numpy().astype(np.uint64)
 
 
-def test_colliding_hashes_change_no_number_and_raise_no_false_duplicate(tmp_path, monkeypatch):
+def test_colliding_hashes_change_no_number_and_raise_no_false_duplicate(
+    tmp_path, monkeypatch, row_block
+):
     lines = run_lines(
         {"q1": ["d3", "d1", "d2", "d10", "d11"], "q2": ["d2", "d9", "d1", "d12"], "q3": ["d5"]}
     )

@@ -22,7 +22,7 @@ from rag_bench.errors import DataError, UsageError
 from rag_bench.evaluation.measures import DEFAULT_EVAL_MEASURES, Measure, parse_measures
 from rag_bench.qrels import Qrels, load_qrels
 from rag_bench.rankings import Run, load_run
-from rag_bench.tabular import IdColumn, combine_keys, scaled_keys
+from rag_bench.tabular import ROW_BLOCK, IdColumn, combine_keys, scaled_keys
 
 
 @dataclass(frozen=True)
@@ -176,13 +176,6 @@ class _Queries:
         """The query index of ``rows`` (of every row when None)."""
         return self.index_of_code[self.codes if rows is None else self.codes[rows]]
 
-    def keys(self, doc_hashes: np.ndarray) -> np.ndarray:
-        """Per row, a key of (query index, document): ``combine_keys(self.index(), doc_hashes)``
-        built with one array of the table's length."""
-        key = scaled_keys(self.index_of_code)[self.codes]
-        key += doc_hashes
-        return key
-
 
 def _matching_judgements(
     run_queries: _Queries, run_docs: IdColumn, qrels_qidx: np.ndarray, qrels_docs: IdColumn
@@ -196,13 +189,12 @@ def _matching_judgements(
     """
     judged = np.flatnonzero(qrels_qidx >= 0)
     judged_keys = combine_keys(qrels_qidx[judged], qrels_docs.hashes()[judged])
-    run_keys = run_queries.keys(run_docs.hashes())
-    rows = np.flatnonzero(_may_contain(judged_keys, run_keys))
+    rows, run_keys = _candidates(run_queries, run_docs.hashes(), judged_keys)
     by_key = np.argsort(judged_keys, kind="stable")
     sorted_keys = judged_keys[by_key]
     first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
     count = np.diff(np.r_[first, len(sorted_keys)])
-    found = pd.Index(sorted_keys[first]).get_indexer(run_keys[rows])
+    found = pd.Index(sorted_keys[first]).get_indexer(run_keys)
     rows, found = rows[found >= 0], found[found >= 0]
     # expand each row to all judgements sharing its key (one, unless hashes collided)
     n_pairs = count[found]
@@ -214,14 +206,28 @@ def _matching_judgements(
     return rows[same], entries[same]
 
 
-def _may_contain(keys: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Per candidate, False when it is certainly not among ``keys``: a bit table of the keys'
-    low bits, about 16 slots per key, rules out most candidates for one memory access each."""
-    bits = max(int(len(keys) * 16).bit_length(), 10)
+def _candidates(run_queries: _Queries, doc_hashes: np.ndarray, judged_keys: np.ndarray):
+    """The run rows whose (query, document) key may be among ``judged_keys``, and their keys.
+
+    A bit table of the judged keys' low bits, about 16 slots per key, rules out most rows for one
+    memory access each. Rows are keyed a block at a time, so no key array of the run's length is
+    ever allocated and the temporaries stay in cache.
+    """
+    bits = max(int(len(judged_keys) * 16).bit_length(), 10)
     mask = np.uint64((1 << bits) - 1)
     table = np.zeros(1 << bits, dtype=bool)
-    table[keys & mask] = True
-    return table[candidates & mask]
+    table[judged_keys & mask] = True
+    scaled = scaled_keys(run_queries.index_of_code)  # combine_keys, one factor per query code
+    rows, keys = [], []
+    for start in range(0, len(doc_hashes), ROW_BLOCK):
+        key = scaled[run_queries.codes[start : start + ROW_BLOCK]]
+        key += doc_hashes[start : start + ROW_BLOCK]
+        hit = np.flatnonzero(table[key & mask])
+        rows.append(hit + start)
+        keys.append(key[hit])
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
+    return np.concatenate(rows), np.concatenate(keys)
 
 
 def _evaluated_queries(qrels: Qrels, run: Run, complete: bool) -> pd.Index:
