@@ -13,7 +13,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("bench_eval.py", "bench_retrieval.py", "bench_end_to_end.py", "bench_store.py")
+BENCHMARKS = (
+    "bench_eval.py",
+    "bench_retrieval.py",
+    "bench_end_to_end.py",
+    "bench_store.py",
+    "bench_scaling.py",
+)
 
 
 def main() -> int:
