@@ -349,6 +349,13 @@ def _may_repeat(frame: pd.DataFrame, names: Sequence[str]) -> bool:
     return False
 
 
+def run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal consecutive values begins."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.r_[0, np.flatnonzero(values[1:] != values[:-1]) + 1]
+
+
 def _blocks_of_whole_groups(column: pd.Series) -> list[tuple[int, int]]:
     """Row ranges of about :data:`ROW_BLOCK` rows that never split the rows of one value of a
     Categorical whose equal values are contiguous (a run's queries), so that duplicates can be
@@ -357,7 +364,7 @@ def _blocks_of_whole_groups(column: pd.Series) -> list[tuple[int, int]]:
     if not isinstance(column.dtype, pd.CategoricalDtype) or n <= ROW_BLOCK:
         return [(0, n)]
     codes = column.cat.codes.to_numpy()
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    starts = run_starts(codes)
     if len(starts) != len(np.unique(codes[starts])):  # a value comes back later
         return [(0, n)]
     at = np.searchsorted(starts, np.arange(0, n, ROW_BLOCK))

@@ -22,7 +22,7 @@ from rag_bench.errors import DataError, UsageError
 from rag_bench.evaluation.measures import DEFAULT_EVAL_MEASURES, Measure, parse_measures
 from rag_bench.qrels import Qrels, load_qrels
 from rag_bench.rankings import Run, load_run
-from rag_bench.tabular import ROW_BLOCK, IdColumn, combine_keys, scaled_keys
+from rag_bench.tabular import ROW_BLOCK, IdColumn, combine_keys, run_starts, scaled_keys
 
 
 @dataclass(frozen=True)
@@ -51,30 +51,30 @@ class RankedJudgements:
 def _used(codes: np.ndarray, n_categories: int) -> np.ndarray:
     if len(codes) and codes.min() < 0:  # missing values
         codes = codes[codes >= 0]
-    return np.bincount(codes, minlength=n_categories) > 0
+    used = np.zeros(n_categories, dtype=bool)
+    used[codes] = True  # unlike bincount, no copy of the codes as 64-bit integers
+    return used
 
 
 def _positions(qidx_sorted: np.ndarray) -> np.ndarray:
     """0-based position of each row within its run of equal ``qidx_sorted`` values."""
     n = len(qidx_sorted)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, qidx_sorted[1:] != qidx_sorted[:-1]])
+    starts = run_starts(qidx_sorted)
     lengths = np.diff(np.r_[starts, n])
     return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
 
 
-def _grouped_in_order(qidx: np.ndarray, score: np.ndarray | None) -> bool:
-    """Whether each query's rows are contiguous and (given scores) sorted by score descending,
-    in any query order, as in nearly every run file: then no sort is needed."""
-    if len(qidx) < 2:
-        return True
-    same = qidx[1:] == qidx[:-1]
-    n_groups = len(qidx) - int(np.count_nonzero(same))
-    distinct = np.count_nonzero(np.bincount(qidx))
-    if n_groups != distinct:
+def _grouped_in_order(query_codes: np.ndarray, starts: np.ndarray, score) -> bool:
+    """Whether each query's rows are contiguous (``starts``: where a new query begins) and,
+    given scores, sorted by score descending, in any query order, as in nearly every run file:
+    then no sort is needed."""
+    heads = query_codes[starts]
+    if len(np.unique(heads)) != len(heads):  # a query comes back later
         return False
-    return score is None or not np.any(same & (score[1:] > score[:-1]))
+    if score is None:
+        return True
+    rises = np.flatnonzero(score[1:] > score[:-1])  # allowed only where a new query begins
+    return bool(np.all(query_codes[rises] != query_codes[rises + 1]))
 
 
 def _names(categories: pd.Index) -> pd.Index:
@@ -93,9 +93,10 @@ def _ranks(rows: np.ndarray, query_codes, score, doc_ids: IdColumn, ordered: boo
     rows that tie with a neighbour on score are looked at by doc id.
     """
     keys = None if ordered else score
-    if _grouped_in_order(query_codes, keys):
+    starts = run_starts(query_codes)
+    if _grouped_in_order(query_codes, starts, keys):
         order = None
-        rank_of = partial(_distance_from_start, _group_starts(query_codes))
+        rank_of = partial(_distance_from_start, starts)
     else:
         order = _sorted_order(query_codes, keys)
         every = np.empty(len(query_codes), dtype=np.int64)
@@ -114,10 +115,6 @@ def _override(ranks: np.ndarray, rows: np.ndarray, listed: np.ndarray, listed_ra
     at = np.minimum(np.searchsorted(listed, rows), len(listed) - 1)
     hit = listed[at] == rows
     ranks[hit] = listed_ranks[at[hit]]
-
-
-def _group_starts(query_codes: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(np.r_[True, query_codes[1:] != query_codes[:-1]])
 
 
 def _distance_from_start(starts: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -192,7 +189,7 @@ def _matching_judgements(
     rows, run_keys = _candidates(run_queries, run_docs.hashes(), judged_keys)
     by_key = np.argsort(judged_keys, kind="stable")
     sorted_keys = judged_keys[by_key]
-    first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    first = run_starts(sorted_keys)
     count = np.diff(np.r_[first, len(sorted_keys)])
     found = pd.Index(sorted_keys[first]).get_indexer(run_keys)
     rows, found = rows[found >= 0], found[found >= 0]
