@@ -51,3 +51,9 @@ SHIPPED = ROOT / "data" / "kestrel-kb"
 def isolated_cache(tmp_path_factory, monkeypatch):
     """Indexes are cached per test session, never in the working tree."""
     monkeypatch.setenv("RAG_BENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(scope="module")
+def index_cache(tmp_path_factory):
+    """An index cache shared by the runs of one test module (built once, reused)."""
+    return tmp_path_factory.mktemp("cache")

@@ -33,14 +33,11 @@ SMOKE = Selection(tag="smoke")
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory, cache):
+def clean(tmp_path_factory, index_cache):
     runs = tmp_path_factory.mktemp("clean")
-    return run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache).path
+    return run_variant(
+        "baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache
+    ).path
 
 
 def interrupt_after_blocks(monkeypatch, n_blocks: int, block: int = 8) -> None:
@@ -66,9 +63,9 @@ def interrupted_run(monkeypatch, runs: Path, cache: Path, dataset=SHIPPED, **opt
 
 
 @pytest.fixture
-def interrupted(tmp_path, monkeypatch, cache):
+def interrupted(tmp_path, monkeypatch, index_cache):
     runs = tmp_path / "runs"
-    return runs, interrupted_run(monkeypatch, runs, cache)
+    return runs, interrupted_run(monkeypatch, runs, index_cache)
 
 
 def test_resume_reuses_the_checkpoint_and_ends_like_an_uninterrupted_run(
@@ -123,11 +120,11 @@ def test_a_resume_that_does_not_match_the_run_is_refused(interrupted, rag_bench,
     assert sorted(p.name for p in (runs / f".partial-{stop.run_id}").iterdir()) == before
 
 
-def test_a_changed_dataset_is_refused(tmp_path, monkeypatch, cache, rag_bench):
+def test_a_changed_dataset_is_refused(tmp_path, monkeypatch, index_cache, rag_bench):
     data = tmp_path / "kb"
     shutil.copytree(SHIPPED, data)
     runs = tmp_path / "runs"
-    stop = interrupted_run(monkeypatch, runs, cache, dataset=data)
+    stop = interrupted_run(monkeypatch, runs, index_cache, dataset=data)
     corpus = data / "corpus.jsonl"
     corpus.write_text(corpus.read_text().replace("Kestrel", "Falcon", 1))
     assert_one_line_error(
@@ -186,7 +183,7 @@ def test_a_run_in_use_by_another_process_is_not_resumed(interrupted, rag_bench):
 
 
 def test_an_endpoint_that_gives_up_mid_run_keeps_the_checkpoint_and_says_how_to_resume(
-    tmp_path, monkeypatch, cache, clean
+    tmp_path, monkeypatch, index_cache, clean
 ):
     runs = tmp_path / "runs"
     monkeypatch.setattr(compose, "BATCH", 8)
@@ -201,7 +198,7 @@ def test_an_endpoint_that_gives_up_mid_run_keeps_the_checkpoint_and_says_how_to_
 
     monkeypatch.setattr(compose.Pipeline, "answer_block", flaky)
     with pytest.raises(EndpointError) as info:
-        run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
+        run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache)
     run_id = hidden(runs)[0].removeprefix(".partial-")
     assert str(info.value).endswith(
         f"(fix: check it; then resume with `rag-bench run --resume {run_id} --runs-dir {runs}` "
@@ -211,7 +208,7 @@ def test_an_endpoint_that_gives_up_mid_run_keeps_the_checkpoint_and_says_how_to_
     assert_same_traces(resume_run(run_id, runs_dir=runs).path, clean)
 
 
-def test_a_failure_before_any_answer_leaves_nothing(tmp_path, monkeypatch, cache):
+def test_a_failure_before_any_answer_leaves_nothing(tmp_path, monkeypatch, index_cache):
     runs = tmp_path / "runs"
 
     def broken(self, *args):
@@ -219,7 +216,7 @@ def test_a_failure_before_any_answer_leaves_nothing(tmp_path, monkeypatch, cache
 
     monkeypatch.setattr(compose.Pipeline, "answer_block", broken)
     with pytest.raises(EndpointError) as info:
-        run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
+        run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache)
     assert "resume" not in str(info.value)
     assert visible(runs) == [] and hidden(runs) == []
 
@@ -295,14 +292,14 @@ LLM_OPTIONS = [
 ]
 
 
-def test_ctrl_c_during_llm_answering_then_resume_repeats_no_request(tmp_path, llm, cache):
+def test_ctrl_c_during_llm_answering_then_resume_repeats_no_request(tmp_path, llm, index_cache):
     pytest.importorskip("httpx")
     runs = tmp_path / "runs"
     args = ["run", "--variant", "baseline", "--sample", "80", "--seed", "3", "--runs-dir", runs]
     for option in LLM_OPTIONS:
         args += ["--set", option]
     env = {"OPENAI_BASE_URL": llm.url, "OPENAI_API_KEY": "sk-test"}
-    process = Process(args, cache=cache, pause="answer", env=env)
+    process = Process(args, cache=index_cache, pause="answer", env=env)
     process.wait_for("paused at answer")
     process.signal(signal.SIGINT)
     assert process.finish() == 130
@@ -313,7 +310,7 @@ def test_ctrl_c_during_llm_answering_then_resume_repeats_no_request(tmp_path, ll
     assert llm.generate == 32 and visible(runs) == []
 
     run_id = Checkpoint.find(runs, "").run_id
-    resumed = resume_run(run_id, runs_dir=runs, cache_dir=cache)
+    resumed = resume_run(run_id, runs_dir=runs, cache_dir=index_cache)
     assert llm.generate == 80  # the 48 unanswered queries, nothing twice
     assert resumed.manifest["resumed"]["queries_from_checkpoint"] == 32
     assert resumed.manifest["usage"]["generator"]["requests"] == 80
@@ -326,7 +323,7 @@ def test_ctrl_c_during_llm_answering_then_resume_repeats_no_request(tmp_path, ll
         overrides=LLM_OPTIONS,
         selection=Selection(sample=80, seed=3),
         runs_dir=tmp_path / "clean",
-        cache_dir=cache,
+        cache_dir=index_cache,
     )
     assert llm.generate == 160 and llm.judge == 2 * judged  # the interrupted run judged once
     assert_same_traces(resumed.path, clean.path)

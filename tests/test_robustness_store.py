@@ -34,14 +34,11 @@ SMOKE_RUN = ["run", "--variant", "baseline", "--tag", "smoke", "--format", "csv"
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory, cache):
+def clean(tmp_path_factory, index_cache):
     runs = tmp_path_factory.mktemp("clean")
-    return run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache).path
+    return run_variant(
+        "baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache
+    ).path
 
 
 def fingerprint(folder: Path) -> str:

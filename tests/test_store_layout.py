@@ -34,12 +34,7 @@ SMOKE = Selection(tag="smoke")
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(scope="module")
-def written(tmp_path_factory, cache):
+def written(tmp_path_factory, index_cache):
     """A runs folder written by `rag-bench run`: two baseline runs and one hybrid run."""
     from click.testing import CliRunner
 
@@ -54,9 +49,11 @@ def written(tmp_path_factory, cache):
 
 
 @pytest.fixture(scope="module")
-def clean(tmp_path_factory, cache):
+def clean(tmp_path_factory, index_cache):
     runs = tmp_path_factory.mktemp("clean")
-    return run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache).path
+    return run_variant(
+        "baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache
+    ).path
 
 
 # --- read in place ---------------------------------------------------------------------------
@@ -137,11 +134,11 @@ def test_a_variant_name_with_path_characters_is_escaped_and_read_back(tmp_path, 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_kill_9_between_placing_tables_and_committing_hides_them_until_cleaned(
-    tmp_path, cache, clean, rag_bench
+    tmp_path, index_cache, clean, rag_bench
 ):
     runs = tmp_path / "runs"
     args = ["run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", runs]
-    process = Process(args, cache=cache, pause="commit")
+    process = Process(args, cache=index_cache, pause="commit")
     process.wait_for("paused at commit")
     process.signal(signal.SIGKILL)
     process.finish()
@@ -165,10 +162,10 @@ def test_kill_9_between_placing_tables_and_committing_hides_them_until_cleaned(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_ctrl_c_between_placing_tables_and_committing_takes_them_back(tmp_path, cache):
+def test_ctrl_c_between_placing_tables_and_committing_takes_them_back(tmp_path, index_cache):
     runs = tmp_path / "runs"
     args = ["run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", runs]
-    process = Process(args, cache=cache, pause="commit")
+    process = Process(args, cache=index_cache, pause="commit")
     process.wait_for("paused at commit")
     process.signal(signal.SIGINT)
     assert process.finish() == 130
