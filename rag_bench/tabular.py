@@ -276,8 +276,9 @@ class IdColumn:
         import pyarrow as pa
 
         if isinstance(ids.dtype, pd.CategoricalDtype):
-            categories = ids.cat.categories
-            return cls(cls.of(pd.Series(categories.astype(str))).values, ids.cat.codes.to_numpy())
+            categorical = ids.array  # its codes are a view, where .cat.codes copies
+            strings = pd.Series(categorical.categories.astype(str))
+            return cls(cls.of(strings).values, categorical.codes)
         if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
             return cls(ids.array.__arrow_array__())  # the column's own Arrow data, no copy
         strings = np.asarray(ids.astype(str), dtype=object)
@@ -330,7 +331,7 @@ def _valid(frame: pd.DataFrame, fmt: RecordFormat) -> bool:
 def _exact_or_hashed(column: pd.Series) -> np.ndarray:
     """Integer keys of a column's values: a Categorical's codes, or the hashes of strings."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy()
+        return column.array.codes
     return IdColumn.of(column).hashes()
 
 
@@ -363,7 +364,7 @@ def _blocks_of_whole_groups(column: pd.Series) -> list[tuple[int, int]]:
     n = len(column)
     if not isinstance(column.dtype, pd.CategoricalDtype) or n <= ROW_BLOCK:
         return [(0, n)]
-    codes = column.cat.codes.to_numpy()
+    codes = column.array.codes
     starts = run_starts(codes)
     if len(starts) != len(np.unique(codes[starts])):  # a value comes back later
         return [(0, n)]

@@ -165,9 +165,9 @@ class _Queries:
 
     @classmethod
     def of(cls, query_ids: pd.Series, evaluated: pd.Index) -> _Queries:
-        column = query_ids.cat
+        column = query_ids.array  # a Categorical: its codes are a view, not a copy
         index_of_code = evaluated.get_indexer(_names(column.categories)).astype(np.int64)
-        return cls(column.codes.to_numpy(), index_of_code)
+        return cls(column.codes, index_of_code)
 
     def index(self, rows: np.ndarray | None = None) -> np.ndarray:
         """The query index of ``rows`` (of every row when None)."""
@@ -229,10 +229,10 @@ def _candidates(run_queries: _Queries, doc_hashes: np.ndarray, judged_keys: np.n
 
 def _evaluated_queries(qrels: Qrels, run: Run, complete: bool) -> pd.Index:
     """The queries to score, sorted: judged ones that the run retrieved for (all, if complete)."""
-    q_query = qrels.frame["query_id"].cat
-    r_query = run.frame["query_id"].cat
-    judged = _names(q_query.categories)[_used(q_query.codes.to_numpy(), len(q_query.categories))]
-    retrieved = _names(r_query.categories)[_used(r_query.codes.to_numpy(), len(r_query.categories))]
+    q_query = qrels.frame["query_id"].array  # Categoricals
+    r_query = run.frame["query_id"].array
+    judged = _names(q_query.categories)[_used(q_query.codes, len(q_query.categories))]
+    retrieved = _names(r_query.categories)[_used(r_query.codes, len(r_query.categories))]
     if not complete and len(judged.intersection(retrieved)) == 0 and len(run) > 0:
         raise DataError(
             run.source,
