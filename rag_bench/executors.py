@@ -28,6 +28,7 @@ R = TypeVar("R")
 
 EXECUTORS = ("local", "ray")
 INSTALL_RAY = "pip install 'rag-bench[ray]'"
+SHARED_KEPT = 2  # shared objects kept at once: a run's pipeline and its corpus encoder
 
 
 class Executor(Protocol):
@@ -145,6 +146,8 @@ class RayExecutor:
                     "every component must pickle (a plugin with a C object or an open "
                     "connection can rebuild it in __setstate__); or use --executor local",
                 ) from None
+            while len(self._shared) >= SHARED_KEPT:  # objects of earlier runs: let them go
+                self._shared.pop(next(iter(self._shared)))
             self._shared[id(shared)] = entry
         return entry[1]
 
@@ -196,7 +199,6 @@ def _first_line(error: BaseException) -> str:
 
 
 _WORKER_SHARED: dict[str, Any] = {}  # in a Ray worker: shared objects it has already read
-_WORKER_SHARED_KEPT = 2
 
 
 def _apply(fn, reference: list, item):
@@ -208,7 +210,7 @@ def _apply(fn, reference: list, item):
     shared = _WORKER_SHARED.get(key)
     if shared is None:
         shared = ray.get(reference[0])
-        while len(_WORKER_SHARED) >= _WORKER_SHARED_KEPT:
+        while len(_WORKER_SHARED) >= SHARED_KEPT:
             _WORKER_SHARED.pop(next(iter(_WORKER_SHARED)))
         _WORKER_SHARED[key] = shared
     return fn(shared, item)
