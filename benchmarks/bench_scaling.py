@@ -86,6 +86,7 @@ def benchmark(data: Path, repeat: int, quick: bool) -> dict:
         for name, workers in CONFIGS:
             started = time.perf_counter()
             executor = make_executor(name, workers=workers)
+            executor.start()
             startup = time.perf_counter() - started
             try:
                 for generator, overrides in generators(quick).items():

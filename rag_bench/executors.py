@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
@@ -36,6 +37,8 @@ class Executor(Protocol):
     isolated: bool  # tasks work on copies of the shared object
 
     def map(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> Iterator[R]: ...
+
+    def start(self) -> None: ...  # ready to take work (done by the first map when not called)
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -69,6 +72,9 @@ class LocalExecutor:
     def window(self) -> int:
         return 2 * self.workers
 
+    def start(self) -> None:
+        pass
+
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "workers": self.workers}
 
@@ -94,8 +100,9 @@ def _in_order(submit: Callable[[T], Any], items: Sequence[T], window: int) -> It
 
 class RayExecutor:
     """Ray tasks, one per item, on a running cluster (``address``) or on a Ray instance started
-    on this machine with ``workers`` CPUs. The shared object is put in Ray's object store once
-    per executor and every task reads it from there (numpy arrays without a copy)."""
+    on this machine with ``workers`` CPUs. Ray is started (or joined) at the first task, so a
+    mistake found before any work costs no start-up. The shared object is put in Ray's object
+    store once per executor and every task reads it from there (numpy arrays without a copy)."""
 
     name = "ray"
     isolated = True
@@ -109,7 +116,18 @@ class RayExecutor:
             raise UsageError("--executor ray needs Ray", INSTALL_RAY) from None
         self.ray = ray
         self.address = address
+        self.workers = workers
         self.started_here = False
+        self._task = None
+        self._shared: dict[int, Any] = {}  # id(shared object) -> (object, its reference)
+
+    def start(self) -> None:
+        """Start a local Ray instance or join the cluster at ``address``, once."""
+        if self._task is not None:
+            return
+        ray = self.ray
+        if self.address:
+            _check_reachable(self.address)
         if not ray.is_initialized():
             options: dict[str, Any] = {
                 "include_dashboard": False,
@@ -117,25 +135,25 @@ class RayExecutor:
                 "logging_level": "ERROR",
                 "configure_logging": True,
             }
-            if address:
-                options["address"] = address
+            if self.address:
+                options["address"] = self.address
             else:
-                options["num_cpus"] = workers or os.cpu_count() or 1
+                options["num_cpus"] = self.workers or os.cpu_count() or 1
             try:
                 ray.init(**options)
             except (ConnectionError, ValueError, RuntimeError) as error:
                 raise UsageError(
-                    f"cannot start or reach Ray at {address or 'this machine'}: "
+                    f"cannot start or reach Ray at {self.address or 'this machine'}: "
                     f"{_first_line(error)}",
                     "check --address (e.g. ray://head:10001 or auto) and that the cluster runs",
                 ) from None
             self.started_here = True
-        self.workers = workers or int(ray.cluster_resources().get("CPU", 1))
-        self._shared: dict[int, Any] = {}  # id(shared object) -> (object, its reference)
+        self.workers = self.workers or int(ray.cluster_resources().get("CPU", 1))
         self._task = ray.remote(_apply)
 
     def share(self, shared: Any) -> Any:
         """The object store's reference to ``shared``, put there on first use only."""
+        self.start()
         entry = self._shared.get(id(shared))
         if entry is None or entry[0] is not shared:
             try:
@@ -191,6 +209,22 @@ class _RayFuture:
             if isinstance(cause, Exception):  # the task's own error, as raised there
                 raise cause from None
             raise
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A ``host:port`` (or ``ray://host:port``) that takes no connection is a one-line error
+    at once; Ray itself would keep retrying for minutes. ``auto`` and the like pass."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise UsageError(
+            f"cannot reach Ray at {address}: {error.strerror or _first_line(error)}",
+            "check --address (the head's host:port, or auto on a cluster node) and that "
+            "the cluster runs",
+        ) from None
 
 
 def _first_line(error: BaseException) -> str:

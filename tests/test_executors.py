@@ -214,3 +214,13 @@ def test_a_pipeline_that_does_not_pickle_is_one_clear_line(tmp_path, rag_bench, 
 
 def _unpicklable(self):
     raise TypeError("a C object cannot be pickled")
+
+
+def test_an_unreachable_ray_address_is_one_line_at_once(tmp_path, rag_bench):
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    outcome = rag_bench(
+        "run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", tmp_path,
+        "--executor", "ray", "--address", "127.0.0.1:1",
+    )  # fmt: skip
+    assert_one_line_error(outcome, "cannot reach Ray at 127.0.0.1:1", "--address")
+    assert not any(tmp_path.iterdir())  # nothing stored, no checkpoint left
