@@ -239,18 +239,18 @@ class Pipeline:
         """
         executor = executor or LocalExecutor()
         queries = list(queries)
-        rerank_here = self.reranker is not None and not getattr(
+        rerank_in_blocks = self.reranker is not None and not getattr(
             self.reranker, "learns_across_queries", False
         )
         stages: list[dict[str, Hits]] = []
         timings: list[dict[str, float]] = []
         blocks = [queries[i : i + BATCH] for i in range(0, len(queries), BATCH)]
-        work = [(block, depth, rerank_here) for block in blocks]
+        work = [(block, depth, rerank_in_blocks) for block in blocks]
         for number, (ranked, spent, counted) in enumerate(executor.map(_rank_block, self, work)):
             self._absorb(counted, executor)
             stages.extend(ranked)
             timings.extend(dict(spent) for _ in blocks[number])
-        if self.reranker is not None and not rerank_here:
+        if self.reranker is not None and not rerank_in_blocks:
             spent = self._rerank(queries, stages)
             for t in timings:
                 t.update(spent)
