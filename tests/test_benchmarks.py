@@ -163,4 +163,4 @@ def test_end_to_end_reads_the_stages_of_a_run(tmp_path):
     assert stages["retrieve_s"] > 0 and stages["generate_s"] > 0
     assert stages["fusion_s"] is None and stages["rerank_s"] is None
     assert stages["traces_s"] >= 0
-    assert stages["cached"] == {"bm25": False}
+    assert stages["cached"] == {"bm25": False, "generator": False}

@@ -289,5 +289,5 @@ def test_two_runs_at_once_on_one_runs_folder_and_a_cold_cache(tmp_path):
     assert_same_traces(locate(runs, ids[0]), locate(runs, ids[1]))
     # both built the same index entries; each entry is stored once and whole
     entries = sorted(p.name for p in cache.iterdir())
-    assert [e.split("-")[0] for e in entries] == ["bm25"], entries
+    assert [e.split("-")[0] for e in entries] == ["bm25", "prepared"], entries
     assert all((cache / e / ".complete").exists() for e in entries)

@@ -288,20 +288,20 @@ def test_two_processes_build_one_cache_entry_and_readers_never_see_half_of_it(tm
 def test_a_damaged_cache_entry_is_rebuilt(tmp_path, clean):
     cache = tmp_path / "cache"
     first = run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=tmp_path, cache_dir=cache)
-    [entry] = [p for p in cache.iterdir() if p.name.startswith("bm25-")]
-    for path in entry.iterdir():
-        if path.name != ".complete":
-            path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    entries = sorted(cache.iterdir())  # the BM25 index and the generator's term weights
+    assert [p.name.split("-")[0] for p in entries] == ["bm25", "prepared"]
+    for entry in entries:
+        for path in entry.iterdir():
+            if path.name != ".complete":
+                path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
     second = run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=tmp_path, cache_dir=cache)
     third = run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=tmp_path, cache_dir=cache)
-    assert [r.manifest["index"]["cached"]["bm25"] for r in (first, second, third)] == [
-        False,
-        False,
-        True,
-    ]
+    for slot in ("bm25", "generator"):
+        cached = [r.manifest["index"]["cached"][slot] for r in (first, second, third)]
+        assert cached == [False, False, True], slot
     for result in (first, second, third):
         assert_same_traces(result.path, clean)
-    assert sorted(p.name.split("-")[0] for p in cache.iterdir()) == ["bm25"]
+    assert sorted(p.name.split("-")[0] for p in cache.iterdir()) == ["bm25", "prepared"]
 
 
 @component("encoder", "counting", description="test encoder", batch_size=4, stop_after=0)

@@ -117,23 +117,44 @@ class Pipeline:
                     retriever, texts, fingerprint, executor
                 )
             report.seconds[f"index_{retriever.stage}"] = time.perf_counter() - started
-        for component in (self.reranker, self.generator, self.judge):
+        parts = {"reranker": self.reranker, "generator": self.generator, "judge": self.judge}
+        for slot, component in parts.items():
             if component is not None and hasattr(component, "prepare"):
                 started = time.perf_counter()
-                component.prepare(dataset, self.chunks, self.analyzer)
+                if _caches_preparation(component):
+                    report.cached[slot] = self._prepare_cached(component, dataset, fingerprint)
+                else:
+                    component.prepare(dataset, self.chunks, self.analyzer)
                 report.seconds[f"prepare_{type(component).__name__}"] = (
                     time.perf_counter() - started
                 )
         return report
 
-    def _fit_cached(
-        self, retriever, texts: list[str], fingerprint: str, executor: Executor
-    ) -> bool:
-        material = {
-            "index": retriever.cache_material(),
+    def _material(self, component, fingerprint: str) -> dict:
+        """What a cached index (or preparation) is computed from."""
+        return {
+            "index": component.cache_material(),
             "analyzer": self.config.get("analyzer", {"name": "en"}),
             "corpus": fingerprint,
         }
+
+    def _prepare_cached(self, component, dataset: Dataset, fingerprint: str) -> bool:
+        def prepare():
+            component.prepare(dataset, self.chunks, self.analyzer)
+            return component
+
+        def load(folder):
+            component.load(folder, self.analyzer)
+            return component
+
+        material = self._material(component, fingerprint)
+        _, hit = self.cache.fetch("prepared", material, prepare, lambda c, f: c.save(f), load)
+        return hit
+
+    def _fit_cached(
+        self, retriever, texts: list[str], fingerprint: str, executor: Executor
+    ) -> bool:
+        material = self._material(retriever, fingerprint)
         blockwise = _embeds_independently(retriever)
 
         def fit():
@@ -476,6 +497,12 @@ def _nonzero(counts: Any):
             yield from _nonzero(value)
     else:
         yield bool(counts)
+
+
+def _caches_preparation(component) -> bool:
+    """A component whose preparation the pipeline may cache: it says what it learns from
+    (``cache_material``) and how to keep it (``save``, ``load``)."""
+    return all(hasattr(component, name) for name in ("cache_material", "save", "load"))
 
 
 def _embeds_independently(retriever) -> bool:

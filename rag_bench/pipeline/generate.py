@@ -6,6 +6,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from rag_bench.dataset import Dataset, Query
 from rag_bench.errors import UsageError
@@ -66,6 +67,19 @@ class ExtractiveGenerator:
         """Learn term rarity over the chunk collection."""
         self.analyzer = analyzer
         self.weights = TermWeights(analyzer.terms_many([c.index_text for c in chunks]))
+
+    # What prepare learns depends on the chunks and the analyzer only: the pipeline caches it
+    # as it caches an index (cache_material, save, load).
+
+    def cache_material(self) -> dict:
+        return {"learned": "extractive generator's term weights", "format": 1}
+
+    def save(self, folder: Path) -> None:
+        self.weights.write(folder / "term_weights.json")
+
+    def load(self, folder: Path, analyzer) -> None:
+        self.analyzer = analyzer
+        self.weights = TermWeights.read(folder / "term_weights.json")
 
     def _candidates(self, context: Sequence[Chunk]) -> list[_Candidate]:
         out = []

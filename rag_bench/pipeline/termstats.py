@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -27,3 +29,15 @@ class TermWeights:
         """The weights' sum, exactly rounded: the same whatever order a set of terms iterates
         in (which changes with Python's hash seed from one process to the next)."""
         return math.fsum(self[t] for t in terms)
+
+    def write(self, path: Path) -> None:
+        """The weights as JSON (floats written so that they read back bit for bit)."""
+        data = {"unseen": self.unseen, "idf": self.idf}
+        path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+    @classmethod
+    def read(cls, path: Path) -> TermWeights:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        weights = cls.__new__(cls)
+        weights.idf, weights.unseen = data["idf"], data["unseen"]
+        return weights
