@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +75,23 @@ def normalise_citations(answer: str, context: Sequence[Chunk]) -> str:
     return MARKER.sub(rewrite, answer)
 
 
+class _MeteredClient:
+    """Usage of a component that sends its requests through ``self.client`` (an LLMClient):
+    what it consumed, and the raw counts a copy of it (a Ray task) hands back."""
+
+    model: str
+    client: Any
+
+    def usage(self) -> dict:
+        return {"model": self.model, **self.client.usage()}
+
+    def tally(self) -> dict:
+        return self.client.tally()
+
+    def absorb(self, counts: dict) -> None:
+        self.client.absorb(counts)
+
+
 @component(
     "generator",
     "openai",
@@ -84,7 +102,7 @@ def normalise_citations(answer: str, context: Sequence[Chunk]) -> str:
     max_tokens=400,
     **HTTP_PARAMS,
 )
-class OpenAIGenerator:
+class OpenAIGenerator(_MeteredClient):
     """Prompts a chat model with the top ``context_k`` chunks, numbered and fenced as untrusted
     data, at temperature 0, asking for short claims each followed by ``[doc_id]`` citations, or
     a refusal ("I don't know: ...") when the passages do not answer the question."""
@@ -125,15 +143,6 @@ class OpenAIGenerator:
         """Every query's answer, ``concurrency`` requests at a time."""
         return self.client.map(lambda pair: self.generate(*pair), list(zip(queries, contexts)))
 
-    def usage(self) -> dict:
-        return {"model": self.model, **self.client.usage()}
-
-    def tally(self) -> dict:
-        return self.client.tally()
-
-    def absorb(self, counts: dict) -> None:
-        self.client.absorb(counts)
-
 
 @component(
     "encoder",
@@ -145,7 +154,7 @@ class OpenAIGenerator:
     dimensions=0,
     **HTTP_PARAMS,
 )
-class OpenAIEncoder:
+class OpenAIEncoder(_MeteredClient):
     """Embeds chunks and queries in batches of ``batch_size`` through ``/embeddings``;
     ``dimensions`` > 0 asks the model for shorter vectors (where supported). Embeddings are
     scaled to unit length, so search is by cosine similarity."""
@@ -191,12 +200,3 @@ class OpenAIEncoder:
 
     def load(self, folder: Path, analyzer) -> None:
         pass
-
-    def usage(self) -> dict:
-        return {"model": self.model, **self.client.usage()}
-
-    def tally(self) -> dict:
-        return self.client.tally()
-
-    def absorb(self, counts: dict) -> None:
-        self.client.absorb(counts)
