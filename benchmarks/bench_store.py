@@ -47,20 +47,14 @@ from pathlib import Path
 
 import common
 
+from rag_bench.compare import DEFAULT_METRICS
+
 WORK = common.HERE / "data"
 PACKAGES = ("scipy",)
 VARIANTS = ("baseline", "hybrid", "hybrid_rerank", "hybrid_mmr", "baseline_k1")
 CATEGORIES = ("literal", "paraphrase", "multi-hop", "unanswerable")
 STORE_METRICS = (
-    # rag-bench compare's default metrics first
-    "recall@10",
-    "mrr@10",
-    "ndcg@10",
-    "faithfulness",
-    "citation_precision",
-    "answer_exact",
-    "correct_refusal",
-    "over_refusal",
+    *DEFAULT_METRICS,  # rag-bench compare's default metrics first
     "precision@10",
     "recall@5",
     "recall@20",

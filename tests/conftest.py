@@ -57,3 +57,15 @@ def isolated_cache(tmp_path_factory, monkeypatch):
 def index_cache(tmp_path_factory):
     """An index cache shared by the runs of one test module (built once, reused)."""
     return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory, index_cache):
+    """The folder of an uninterrupted baseline run on the smoke queries, to compare against."""
+    from rag_bench.runner import Selection, run_variant
+
+    runs = tmp_path_factory.mktemp("clean")
+    smoke = Selection(tag="smoke")
+    return run_variant(
+        "baseline", SHIPPED, selection=smoke, runs_dir=runs, cache_dir=index_cache
+    ).path

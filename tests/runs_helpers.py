@@ -3,6 +3,7 @@ with a file browser (or a broken disk) would."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -48,3 +49,13 @@ def copy_run(run: RunLocation, runs: Path, new_id: str | None = None, **manifest
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(content))
     return target
+
+
+def fingerprint(folder: Path) -> str:
+    """A hash of every path and file under ``folder``: equal exactly when nothing changed."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        digest.update(str(path.relative_to(folder)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()

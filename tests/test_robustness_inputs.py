@@ -3,13 +3,13 @@ the fix; the store unchanged), and prompt injection in the documents changing no
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from runs_helpers import fingerprint
 from test_robustness import hidden, visible
 
 from conftest import EXAMPLE, SHIPPED, assert_one_line_error
@@ -18,15 +18,6 @@ from rag_bench.runner import Selection, run_variant
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 SMOKE = Selection(tag="smoke")
-
-
-def fingerprint(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        digest.update(str(path.relative_to(folder)).encode())
-        if path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 @pytest.fixture(scope="module")

@@ -32,14 +32,6 @@ pytestmark = [
 SMOKE = Selection(tag="smoke")
 
 
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory, index_cache):
-    runs = tmp_path_factory.mktemp("clean")
-    return run_variant(
-        "baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache
-    ).path
-
-
 def interrupt_after_blocks(monkeypatch, n_blocks: int, block: int = 8) -> None:
     """Answer in blocks of ``block`` queries and press Ctrl-C once ``n_blocks`` are saved."""
     saved = []

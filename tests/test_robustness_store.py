@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runs_helpers import copy_run, locate, table_file
+from runs_helpers import copy_run, fingerprint, locate, table_file
 from test_robustness import COMMAND, assert_same_traces, hidden, visible
 
 from conftest import SHIPPED, assert_one_line_error
@@ -31,23 +31,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 SMOKE = Selection(tag="smoke")
 SMOKE_RUN = ["run", "--variant", "baseline", "--tag", "smoke", "--format", "csv"]
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory, index_cache):
-    runs = tmp_path_factory.mktemp("clean")
-    return run_variant(
-        "baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache
-    ).path
-
-
-def fingerprint(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        digest.update(str(path.relative_to(folder)).encode())
-        if path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def no_space(*args, **kwargs):

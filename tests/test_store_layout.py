@@ -16,9 +16,9 @@ import pytest
 from runs_helpers import locate, manifest_file, read_table, table_file
 from test_robustness import Process, age, assert_same_traces, hidden, visible
 
-from conftest import SHIPPED, assert_one_line_error
+from conftest import assert_one_line_error
 from rag_bench.analysis import Store
-from rag_bench.runner import Selection, run_variant
+from rag_bench.runner import Selection
 from rag_bench.store import (
     TABLES,
     clean_stale,
@@ -46,14 +46,6 @@ def written(tmp_path_factory, index_cache):
         out = CliRunner().invoke(cli, args, catch_exceptions=False)
         assert out.exit_code == 0, out.stderr
     return runs
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory, index_cache):
-    runs = tmp_path_factory.mktemp("clean")
-    return run_variant(
-        "baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache
-    ).path
 
 
 # --- read in place ---------------------------------------------------------------------------

@@ -477,7 +477,7 @@ def _tally(components: dict[str, Any]) -> dict[str, dict]:
 
 def _absorb(components: dict[str, Any], counted: dict[str, dict]) -> None:
     for slot, counts in counted.items():
-        if slot in components and any(_nonzero(counts)):
+        if slot in components:
             components[slot].absorb(counts)
 
 
@@ -489,14 +489,6 @@ def _difference(after: Any, before: Any) -> Any:
             for k, v in after.items()
         }
     return after - (before or 0)
-
-
-def _nonzero(counts: Any):
-    if isinstance(counts, dict):
-        for value in counts.values():
-            yield from _nonzero(value)
-    else:
-        yield bool(counts)
 
 
 def _caches_preparation(component) -> bool:
