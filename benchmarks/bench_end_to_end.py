@@ -45,7 +45,7 @@ import common
 import corpora
 
 REPO = common.HERE.parent
-KESTREL = REPO / "data" / "kestrel-kb"
+KESTREL = REPO / "rag_bench" / "data" / "shipped" / "kestrel-kb"
 WORK = common.HERE / "data" / "end-to-end"
 PACKAGES = ("bm25s", "PyStemmer", "scikit-learn", "scipy")
 QUERY_STAGES = ("retrieve", "fusion", "rerank", "generate", "judge")
@@ -80,7 +80,7 @@ def rag_bench_command() -> list[str]:
     script = Path(sys.executable).parent / "rag-bench"
     if script.is_file():
         return [str(script)]
-    return [sys.executable, "-c", "from rag_bench.cli import main; main()"]
+    return [sys.executable, "-c", "from rag_bench.cli.main import main; main()"]
 
 
 def run_once(case: Case, dataset: Path, cache: Path, label: str, quick: bool) -> dict:
@@ -101,7 +101,7 @@ def run_once(case: Case, dataset: Path, cache: Path, label: str, quick: bool) ->
     if done["returncode"] != 0:
         tail = "\n".join(done["output"].strip().splitlines()[-6:])
         raise RuntimeError(f"{case.label} ({label}) failed (exit {done['returncode']}):\n{tail}")
-    from rag_bench.store import committed_ids, locate
+    from rag_bench.runs.store import committed_ids, locate
 
     (run_id,) = committed_ids(runs)
     result = stages_of(locate(runs, run_id)) | {
@@ -119,7 +119,7 @@ def stages_of(run) -> dict:
     latency columns."""
     import pyarrow.parquet as pq
 
-    from rag_bench.store import read_manifest
+    from rag_bench.runs.store import read_manifest
 
     manifest = read_manifest(run)
     seconds = manifest["index"]["seconds"]

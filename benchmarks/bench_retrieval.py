@@ -69,9 +69,9 @@ QUERIES = 1_000
 def run_rag_bench(texts: list[str], queries: list[str]) -> dict:
     """Index and query through rag-bench; the analyzer and the scoring are timed apart by
     subclasses that only add clocks."""
-    from rag_bench.dataset import Query
-    from rag_bench.pipeline.sparse import BM25Retriever
-    from rag_bench.text import EnglishAnalyzer
+    from rag_bench.components.analyzers import EnglishAnalyzer
+    from rag_bench.components.sparse import BM25Retriever
+    from rag_bench.model import Query
 
     spent = {"analyze_many": 0.0, "analyze_one": 0.0, "scores": 0.0}
 

@@ -35,8 +35,8 @@ from pathlib import Path
 import common
 import corpora
 
-from rag_bench.executors import make_executor
-from rag_bench.runner import run_variant
+from rag_bench.experiment.runner import run_variant
+from rag_bench.pipeline.executors import make_executor
 
 DELAY_MS, QUICK_DELAY_MS = 50, 20
 DOCS, QUERIES = 10_000, 320

@@ -1,6 +1,6 @@
 """The run store: writing a large run, and comparing and querying a large store of runs.
 
-1. Writing: ``rag_bench.store.write_run`` of one run of 100k queries, with synthetic trace
+1. Writing: ``rag_bench.runs.store.write_run`` of one run of 100k queries, with synthetic trace
    tables shaped like a real run's (every column of the schema; 72 metrics per query as with
    the default cutoffs; 100 BM25 candidates and ~50 documents per query in ``retrieved``; ~1.5
    claims per query). Peer: the same DataFrames written with ``DataFrame.to_parquet`` (no
@@ -47,7 +47,7 @@ from pathlib import Path
 
 import common
 
-from rag_bench.compare import DEFAULT_METRICS
+from rag_bench.analysis.compare import DEFAULT_METRICS
 
 WORK = common.HERE / "data"
 PACKAGES = ("scipy",)
@@ -197,7 +197,7 @@ def categories_of(rng, n: int) -> list[str]:
 def manifest(run_id: str, variant: str, created: str, query_ids: list[str]) -> dict:
     """A valid manifest (the store's current schema version) of a synthetic run."""
     from rag_bench import __version__
-    from rag_bench.store import SCHEMA_VERSION
+    from rag_bench.runs.store import SCHEMA_VERSION
 
     return {
         "run_id": run_id,
@@ -238,7 +238,7 @@ def ensure_store(size: dict, seed: int) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rag_bench.store import PART, _schemas, manifest_parts, partition
+    from rag_bench.runs.store import PART, _schemas, manifest_parts, partition
 
     root = store_dir(size, seed)
     stamp = root / ".params.json"
@@ -289,8 +289,8 @@ def run_tables(n: int, seed: int) -> dict:
     import pyarrow.compute as pc
 
     from rag_bench.evaluation.answer import answer_metric_names
-    from rag_bench.store import _schemas
-    from rag_bench.traces import ranking_measures
+    from rag_bench.experiment.traces import ranking_measures
+    from rag_bench.runs.store import _schemas
 
     schemas = _schemas()
     rng = np.random.default_rng(seed)
@@ -367,7 +367,7 @@ WRITTEN_RUN = {"run_id": "20261201-120000-hybrid_rerank-beef", "variant": "hybri
 
 
 def op_write_rag_bench(frames: dict, target: Path) -> None:
-    from rag_bench.store import SCHEMA_VERSION, write_run
+    from rag_bench.runs.store import SCHEMA_VERSION, write_run
 
     manifest = WRITTEN_RUN | {"schema_version": SCHEMA_VERSION}
     write_run(target, WRITTEN_RUN["run_id"], manifest, frames)
@@ -383,7 +383,7 @@ def op_write_pandas(frames: dict, target: Path) -> None:
 
 def table_file(root: Path, table: str, variant: str, run_id: str) -> Path:
     """Where the store keeps one run's ``table``: its hive partition's Parquet file."""
-    from rag_bench.store import PART, partition
+    from rag_bench.runs.store import PART, partition
 
     return root.joinpath(*partition(table, variant, run_id), PART)
 
@@ -394,8 +394,8 @@ def table_files(root: Path, table: str) -> list[Path]:
 
 
 def op_compare_library(root: Path, resamples: int = 10_000):
-    from rag_bench.analysis import Store
-    from rag_bench.compare import compare
+    from rag_bench.analysis.compare import compare
+    from rag_bench.runs.reader import Store
 
     store = Store.open(root)
     refs = ["latest:baseline", "latest:hybrid_rerank"]
@@ -404,7 +404,7 @@ def op_compare_library(root: Path, resamples: int = 10_000):
 
 
 def op_mean_library(root: Path):
-    from rag_bench.analysis import Store
+    from rag_bench.runs.reader import Store
 
     return _mean_digest(Store.open(root).sql(MEAN_SQL))
 
@@ -455,7 +455,7 @@ def _mean_digest(frame) -> dict:
 
 
 def op_worst_library(root: Path):
-    from rag_bench.analysis import Store
+    from rag_bench.runs.reader import Store
 
     return {"query_ids": Store.open(root).sql(WORST_SQL)["query_id"].tolist()}
 
@@ -463,7 +463,7 @@ def op_worst_library(root: Path):
 def _latest_run(root: Path, variant: str) -> dict[str, Path]:
     """What the SQL's ``max(run_id) … WHERE variant = …`` does, from the manifests: the files of
     that run's tables."""
-    from rag_bench.store import MANIFESTS
+    from rag_bench.runs.store import MANIFESTS
 
     found = []
     for manifest_path in (root / MANIFESTS).glob("*.json"):
@@ -583,7 +583,7 @@ def measure_child(args: list[str], what: str) -> dict:
 
 def measure_cli(op: str, root: Path, repeat: int) -> dict:
     script = Path(sys.executable).parent / "rag-bench"
-    base = [str(script)] if script.is_file() else [sys.executable, "-m", "rag_bench.cli"]
+    base = [str(script)] if script.is_file() else [sys.executable, "-m", "rag_bench.cli.main"]
     command = base + CLI_ARGS[op] + ["--runs-dir", str(root)]
     warm = command + (["--resamples", str(WARMUP_RESAMPLES)] if op == "compare" else [])
     runs = []

@@ -7,6 +7,7 @@ message and exits with the class's exit code; anything else is a bug and keeps i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class RagBenchError(Exception):
@@ -68,3 +69,15 @@ class MissingBackendError(RagBenchError):
     """An optional backend (extra) is not installed; the hint is the pip install that fixes it."""
 
     exit_code = 4
+
+
+def import_backend(module: str, install: str, purpose: str) -> Any:
+    """Import an optional dependency, or say which ``pip install`` provides it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingBackendError(
+            f"{purpose} needs the Python package {module!r}", install
+        ) from None

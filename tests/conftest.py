@@ -5,13 +5,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rag_bench.cli import cli
+from rag_bench.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # the fixture `fake`: a local OpenAI-compatible server
 pytest_plugins = ["fake_openai"]
-EXAMPLE = ROOT / "data" / "example"
+EXAMPLE = ROOT / "rag_bench" / "data" / "shipped" / "example"
 
 
 class Invocation:
@@ -44,7 +44,7 @@ def assert_one_line_error(outcome: Invocation, *fragments: str) -> None:
         assert fragment in lines[0], (fragment, lines[0])
 
 
-SHIPPED = ROOT / "data" / "kestrel-kb"
+SHIPPED = ROOT / "rag_bench" / "data" / "shipped" / "kestrel-kb"
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +62,7 @@ def index_cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory, index_cache):
     """The folder of an uninterrupted baseline run on the smoke queries, to compare against."""
-    from rag_bench.runner import Selection, run_variant
+    from rag_bench.experiment.runner import Selection, run_variant
 
     runs = tmp_path_factory.mktemp("clean")
     smoke = Selection(tag="smoke")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag_bench.store import (
+from rag_bench.runs.store import (
     MANIFESTS,
     TABLES,
     RunLocation,

@@ -8,16 +8,14 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, SHIPPED
-from rag_bench.dataset import Query, load_dataset
+from rag_bench.components.analyzers import EnglishAnalyzer
+from rag_bench.data.dataset import load_dataset
 from rag_bench.evaluation.answer import AnswerEvidence, answer_metrics, contains, token_f1
-from rag_bench.evaluation.claims import SplitClaim
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES, diagnose
-from rag_bench.evaluation.judges import Verdict
-from rag_bench.pipeline.chunking import Chunk
-from rag_bench.store import committed_ids, locate, read_table
-from rag_bench.text import EnglishAnalyzer
+from rag_bench.model import Chunk, Claim, Query, Verdict
+from rag_bench.runs.store import committed_ids, locate, read_table
 
-SEED = ROOT / "data" / "seed-example"
+SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 
 
 def stored(run_dir, table):
@@ -55,7 +53,7 @@ def test_seed_worked_example_through_the_cli(rag_bench, tmp_path):
 
 
 def test_every_recorded_answer_gets_its_expected_failure_class(tmp_path):
-    from rag_bench.runner import run_variant
+    from rag_bench.experiment.runner import run_variant
 
     result = run_variant("recorded", SHIPPED, runs_dir=tmp_path)
     answers = load_dataset(SHIPPED).answers
@@ -70,7 +68,7 @@ GRADES = {"d1": 2, "d3": 1}
 
 
 def claim(*cites):
-    return SplitClaim("A claim.", tuple(cites))
+    return Claim("A claim.", tuple(cites))
 
 
 def ok(*by):
@@ -118,8 +116,8 @@ def test_answer_metrics_by_hand():
         Q,
         "Opened items can be returned within 30 days [d1]. Shipping is free [d1].",
         claims=[
-            SplitClaim("Opened items can be returned within 30 days.", ("d1",)),
-            SplitClaim("Shipping is free.", ("d1",)),
+            Claim("Opened items can be returned within 30 days.", ("d1",)),
+            Claim("Shipping is free.", ("d1",)),
         ],
         verdicts=[ok("d1"), BAD],
         ranking=CHUNKS,
@@ -192,7 +190,9 @@ def test_judge_agreement_json_with_undefined_statistics(rag_bench, tmp_path):
     # print as null, not crash
     import shutil
 
-    data = shutil.copytree(ROOT / "data" / "seed-example", tmp_path / "seed")
+    data = shutil.copytree(
+        ROOT / "rag_bench" / "data" / "shipped" / "seed-example", tmp_path / "seed"
+    )
     answers = [json.loads(line) for line in (data / "answers.jsonl").read_text().splitlines()]
     answers[0]["claims"] = answers[0]["claims"][:2]
     answers[0]["answer"] = "Items can be returned within 7 days [d1]. Fresh food is excluded [d2]."

@@ -54,7 +54,7 @@ def test_corpus_is_reused_unless_the_parameters_change(corpus):
 
 
 def test_beir_layout_loads_as_a_dataset(corpus):
-    from rag_bench.dataset import load_dataset
+    from rag_bench.data.dataset import load_dataset
 
     folder = corpora.ensure_beir(SMALL, corpus, quiet=True)
     data = load_dataset(folder)
@@ -113,7 +113,7 @@ def store(tmp_path_factory) -> Path:
 
 
 def test_generated_store_is_readable_and_comparable(store):
-    from rag_bench.analysis import Store
+    from rag_bench.runs.reader import Store
 
     opened = Store.open(store)
     assert not opened.broken
@@ -150,7 +150,7 @@ def test_synthetic_run_tables_are_written_by_write_run(tmp_path):
 
 
 def test_end_to_end_reads_the_stages_of_a_run(tmp_path):
-    from rag_bench.runner import Selection, run_variant
+    from rag_bench.experiment.runner import Selection, run_variant
 
     result = run_variant(
         "baseline",

@@ -9,10 +9,10 @@ import pytest
 import Stemmer
 
 from conftest import SHIPPED
-from rag_bench.dataset import load_dataset
-from rag_bench.pipeline.chunking import WholeDocument, chunk_corpus
-from rag_bench.pipeline.sparse import BM25Retriever
-from rag_bench.text import EnglishAnalyzer
+from rag_bench.components.analyzers import EnglishAnalyzer
+from rag_bench.components.chunking import WholeDocument, chunk_corpus
+from rag_bench.components.sparse import BM25Retriever
+from rag_bench.data.dataset import load_dataset
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from conftest import SHIPPED
-from rag_bench.dataset import Query, load_dataset
-from rag_bench.pipeline.sparse import BM25Retriever, term_ids
-from rag_bench.text import EnglishAnalyzer
+from rag_bench.components.analyzers import EnglishAnalyzer
+from rag_bench.components.sparse import BM25Retriever, term_ids
+from rag_bench.data.dataset import load_dataset
+from rag_bench.model import Query
 
 
 def ranked_by_scores(scores: np.ndarray, depth: int) -> tuple[list[int], list[float]]:

@@ -10,29 +10,19 @@ import pandas as pd
 import pytest
 
 from conftest import SHIPPED
-from rag_bench.dataset import Doc, Query, load_dataset
+from rag_bench.components.analyzers import AutoAnalyzer, ChineseAnalyzer, EnglishAnalyzer
+from rag_bench.components.chunking import FixedChunker, RecursiveChunker, _words, chunk_corpus
+from rag_bench.components.generate import REFUSAL_TEXT, REFUSAL_TEXT_ZH, ExtractiveGenerator
+from rag_bench.components.judges import LexicalJudge, negated_terms, numbers, polarity_clash
+from rag_bench.components.registry import build, registry, resolve
+from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import RagBenchError
 from rag_bench.evaluation.answer import contains, token_f1, words
-from rag_bench.evaluation.claims import SplitClaim, is_refusal, split_claims
-from rag_bench.evaluation.judges import LexicalJudge, negated_terms, numbers, polarity_clash
-from rag_bench.pipeline.chunking import (
-    Chunk,
-    FixedChunker,
-    RecursiveChunker,
-    _words,
-    chunk_corpus,
-)
-from rag_bench.pipeline.generate import REFUSAL_TEXT, REFUSAL_TEXT_ZH, ExtractiveGenerator
-from rag_bench.plugins import build, registry, resolve
-from rag_bench.runner import run_variant
-from rag_bench.text import (
-    AutoAnalyzer,
-    ChineseAnalyzer,
-    EnglishAnalyzer,
-    cjk_share,
-    is_chinese,
-    split_sentences,
-)
+from rag_bench.experiment.runner import run_variant
+from rag_bench.model import Chunk, Claim, Doc, Query
+from rag_bench.text.claims import is_refusal, split_claims
+from rag_bench.text.scripts import cjk_share, is_chinese
+from rag_bench.text.sentences import split_sentences
 
 WORDS = ChineseAnalyzer(mode="words")
 SEARCH = ChineseAnalyzer()  # the default mode
@@ -233,7 +223,7 @@ def test_recursive_chunks_chinese_at_sentence_ends():
     ],
 )
 def test_chinese_claims(answer, expected):
-    assert split_claims(answer) == [SplitClaim(text, cites) for text, cites in expected]
+    assert split_claims(answer) == [Claim(text, cites) for text, cites in expected]
 
 
 @pytest.mark.parametrize(
@@ -282,7 +272,7 @@ def judge(request):
 
 
 def verdict(judge, text, context=(RETURNS, REFUNDS)):
-    return judge.judge(QUERY, [SplitClaim(text, ())], list(context))[0]
+    return judge.judge(QUERY, [Claim(text, ())], list(context))[0]
 
 
 def test_chinese_claim_from_the_passage_is_supported(judge):
@@ -409,7 +399,7 @@ def test_extractive_generator_answers_a_chinese_query_with_citations(generator):
     assert not out.refused
     assert out.answer == "退款会在3到5个工作日内原路退回【d2】。"
     claims = split_claims(out.answer)
-    assert claims == [SplitClaim("退款会在3到5个工作日内原路退回。", ("d2",))]
+    assert claims == [Claim("退款会在3到5个工作日内原路退回。", ("d2",))]
 
 
 def test_extractive_generator_joins_chinese_sentences_without_spaces(generator):

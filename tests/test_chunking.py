@@ -2,9 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from rag_bench.dataset import Doc
+from rag_bench.components.chunking import (
+    FixedChunker,
+    RecursiveChunker,
+    WholeDocument,
+    chunk_corpus,
+)
 from rag_bench.errors import UsageError
-from rag_bench.pipeline.chunking import FixedChunker, RecursiveChunker, WholeDocument, chunk_corpus
+from rag_bench.model import Doc
 
 TEXT = " ".join(f"w{i}" for i in range(25))
 LONG = (

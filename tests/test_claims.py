@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_bench.evaluation.claims import SplitClaim, is_refusal, split_claims
+from rag_bench.model import Claim
+from rag_bench.text.claims import is_refusal, split_claims
 
 
 @pytest.mark.parametrize(
@@ -34,7 +35,7 @@ from rag_bench.evaluation.claims import SplitClaim, is_refusal, split_claims
     ],
 )
 def test_split_claims(answer, expected):
-    assert split_claims(answer) == [SplitClaim(text, cites) for text, cites in expected]
+    assert split_claims(answer) == [Claim(text, cites) for text, cites in expected]
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rag_bench.dataset import load_dataset
+from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import DataError
 
 DOCS = [

@@ -14,7 +14,7 @@ from conftest import ROOT, SHIPPED
 
 RUN_AND_SAVE = """
 import sys
-from rag_bench.runner import Selection, run_variant
+from rag_bench.experiment.runner import Selection, run_variant
 variant, dataset, runs, out = sys.argv[1:5]
 result = run_variant(variant, dataset, selection=Selection(tag="smoke"), runs_dir=runs)
 for name, frame in result.tables.items():
@@ -38,7 +38,10 @@ def traces_in_a_new_process(tmp_path, variant: str, dataset, hash_seed: int) -> 
 
 @pytest.mark.parametrize(
     "variant, dataset",
-    [("hybrid_rerank", SHIPPED), ("hybrid_rerank", ROOT / "data" / "lumen-mall-zh")],
+    [
+        ("hybrid_rerank", SHIPPED),
+        ("hybrid_rerank", ROOT / "rag_bench" / "data" / "shipped" / "lumen-mall-zh"),
+    ],
 )
 def test_traces_do_not_depend_on_the_hash_seed(tmp_path, variant, dataset):
     first = traces_in_a_new_process(tmp_path, variant, dataset, 1)

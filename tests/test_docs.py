@@ -7,8 +7,8 @@ import re
 import pytest
 
 from conftest import ROOT
-from rag_bench.cli import cli
-from rag_bench.plugins import registry
+from rag_bench.cli.main import cli
+from rag_bench.components.registry import registry
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

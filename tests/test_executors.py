@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from conftest import SHIPPED, assert_one_line_error
-from rag_bench.dataset import load_dataset
+from rag_bench.components.registry import registry, resolve
+from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import UsageError
-from rag_bench.executors import LocalExecutor, make_executor
+from rag_bench.experiment.runner import Selection, run_variant
 from rag_bench.pipeline.compose import Pipeline
-from rag_bench.plugins import registry, resolve
-from rag_bench.runner import Selection, run_variant
+from rag_bench.pipeline.executors import LocalExecutor, make_executor
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -113,7 +113,7 @@ def test_an_indexed_pipeline_survives_pickling(variant, analyzer):
 
 def test_a_copied_llm_client_carries_no_key_and_hands_back_its_counts(fake):
     from fake_openai import KEY
-    from rag_bench.llm import LLMClient
+    from rag_bench.components.openai.client import LLMClient
 
     client = LLMClient(where="generator", retry_backoff=0.0, cache=False)
     data = pickle.dumps(client)
@@ -131,7 +131,7 @@ def test_a_copied_llm_client_carries_no_key_and_hands_back_its_counts(fake):
 @pytest.fixture(scope="module")
 def ray_executor():
     pytest.importorskip("ray", reason="the ray extra is not installed")
-    from rag_bench.executors import RayExecutor
+    from rag_bench.pipeline.executors import RayExecutor
 
     executor = RayExecutor(workers=2)
     yield executor
@@ -202,7 +202,7 @@ def test_ray_embeds_the_corpus_in_blocks_and_counts_every_request(
 
 def test_a_pipeline_that_does_not_pickle_is_one_clear_line(tmp_path, rag_bench, monkeypatch):
     pytest.importorskip("ray", reason="the ray extra is not installed")
-    import rag_bench.pipeline.generate as generate
+    import rag_bench.components.generate as generate
 
     monkeypatch.setattr(generate.ExtractiveGenerator, "__reduce__", _unpicklable, raising=False)
     outcome = rag_bench(

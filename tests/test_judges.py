@@ -3,12 +3,11 @@ from __future__ import annotations
 import pytest
 
 from conftest import ROOT
-from rag_bench.dataset import Query, load_dataset
+from rag_bench.components.analyzers import EnglishAnalyzer
+from rag_bench.components.judges import AnnotatedJudge, LexicalJudge, numbers, polarity_clash
+from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import RagBenchError
-from rag_bench.evaluation.claims import SplitClaim
-from rag_bench.evaluation.judges import AnnotatedJudge, LexicalJudge, numbers, polarity_clash
-from rag_bench.pipeline.chunking import Chunk
-from rag_bench.text import EnglishAnalyzer
+from rag_bench.model import Chunk, Claim, Query
 
 PASSAGE = Chunk(
     "d1",
@@ -29,7 +28,7 @@ def lexical():
 
 
 def verdict(judge, text, context=(PASSAGE, OTHER)):
-    return judge.judge(QUERY, [SplitClaim(text, ())], list(context))[0]
+    return judge.judge(QUERY, [Claim(text, ())], list(context))[0]
 
 
 def test_verbatim_claim_is_fully_supported_by_its_document(lexical):
@@ -80,11 +79,11 @@ def test_helpers():
 
 
 def test_annotated_judge_uses_the_labels():
-    data = load_dataset(ROOT / "data" / "seed-example")
+    data = load_dataset(ROOT / "rag_bench" / "data" / "shipped" / "seed-example")
     judge = AnnotatedJudge()
     judge.prepare(data, [], None)
     recorded = data.answers["q1"]
-    claims = [SplitClaim(c.text, c.citations) for c in recorded.claims]
+    claims = [Claim(c.text, c.citations) for c in recorded.claims]
     context = [Chunk(d, d, 0, 0, "") for d in recorded.ranking]
     verdicts = judge.judge(data.queries["q1"], claims, context)
     assert [v.supported for v in verdicts] == [True, True, False]
@@ -92,11 +91,11 @@ def test_annotated_judge_uses_the_labels():
 
 
 def test_annotated_judge_without_labels_says_what_to_do():
-    data = load_dataset(ROOT / "data" / "seed-example")
+    data = load_dataset(ROOT / "rag_bench" / "data" / "shipped" / "seed-example")
     judge = AnnotatedJudge()
     judge.prepare(data, [], None)
     with pytest.raises(RagBenchError, match="--judge lexical"):
-        judge.judge(Query("q9", "x"), [SplitClaim("A claim.", ())], [])
+        judge.judge(Query("q9", "x"), [Claim("A claim.", ())], [])
 
 
 def test_a_verbatim_quote_is_supported_even_when_guards_would_misfire(lexical):

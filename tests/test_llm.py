@@ -20,16 +20,17 @@ from fake_openai import KEY, default_chat, fake_vector
 
 pytest.importorskip("httpx", reason="the openai extra (httpx) is not installed")
 
-from rag_bench.dataset import Query  # noqa: E402
+from rag_bench.components.chunking import Chunk  # noqa: E402
+from rag_bench.components.openai.client import EndpointError, LLMClient  # noqa: E402
+from rag_bench.components.openai.components import OpenAIEncoder, OpenAIGenerator  # noqa: E402
+from rag_bench.components.openai.judge import LLMJudge, parse_verdicts  # noqa: E402
+from rag_bench.data.dataset import Query  # noqa: E402
 from rag_bench.errors import MissingBackendError, UsageError  # noqa: E402
-from rag_bench.evaluation.claims import SplitClaim, split_claims  # noqa: E402
-from rag_bench.evaluation.llm_judge import LLMJudge, parse_verdicts  # noqa: E402
-from rag_bench.llm import EndpointError, LLMClient  # noqa: E402
-from rag_bench.pipeline.chunking import Chunk  # noqa: E402
-from rag_bench.pipeline.openai_components import OpenAIEncoder, OpenAIGenerator  # noqa: E402
-from rag_bench.runner import Selection, run_variant  # noqa: E402
+from rag_bench.experiment.runner import Selection, run_variant  # noqa: E402
+from rag_bench.model import Claim
+from rag_bench.text.claims import split_claims  # noqa: E402
 
-SEED = ROOT / "data" / "seed-example"
+SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 FAST = {"retry_backoff": 0.0, "timeout": 5.0}
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -270,7 +271,7 @@ def test_encoder_batches_and_normalises(fake):
 
 # --- judge --------------------------------------------------------------------------------------
 
-CLAIMS = [SplitClaim("Items can be returned within 7 days", ("d1",)), SplitClaim("Food too", ())]
+CLAIMS = [Claim("Items can be returned within 7 days", ("d1",)), Claim("Food too", ())]
 
 
 def test_judge_request_and_verdicts(fake):

@@ -18,16 +18,17 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, assert_one_line_error
-from rag_bench.dataset import Query
+from rag_bench.components import sentence_transformers as neural
+from rag_bench.components.sentence_transformers import (
+    CrossEncoderReranker,
+    NLIJudge,
+    SentenceTransformerEncoder,
+)
 from rag_bench.errors import MissingBackendError, RagBenchError
-from rag_bench.evaluation.claims import SplitClaim
-from rag_bench.pipeline import neural
-from rag_bench.pipeline.chunking import Chunk
-from rag_bench.pipeline.hits import Hits
-from rag_bench.pipeline.neural import CrossEncoderReranker, NLIJudge, SentenceTransformerEncoder
-from rag_bench.runner import run_variant
+from rag_bench.experiment.runner import run_variant
+from rag_bench.model import Chunk, Claim, Hits, Query
 
-SEED = ROOT / "data" / "seed-example"
+SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 INSTALL = "pip install 'rag-bench[sentence-transformers]'"
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -180,9 +181,9 @@ def test_reranker_rejects_a_model_with_several_outputs(fake_st):
 def test_nli_judge_grades_by_entailment_probability(fake_st):
     context = [chunk("d1", "Items can be returned within 7 days."), chunk("d2", "Fresh food.")]
     claims = [
-        SplitClaim("Items can be returned within 7 days", ("d1",)),
-        SplitClaim("Items can be returned within 30 days by post", ()),
-        SplitClaim("Unicorns", ()),
+        Claim("Items can be returned within 7 days", ("d1",)),
+        Claim("Items can be returned within 30 days by post", ()),
+        Claim("Unicorns", ()),
     ]
     judge = NLIJudge(model="fake/nli-model")
     verdicts = judge.judge(Query("q", "?"), claims, context)
@@ -202,7 +203,7 @@ def test_nli_judge_grades_by_entailment_probability(fake_st):
 def test_nli_judge_needs_an_entailment_label(fake_st):
     judge = NLIJudge(model="fake/nli-nolabels")
     with pytest.raises(RagBenchError, match="no 'entailment' label"):
-        judge.judge(Query("q", "?"), [SplitClaim("x", ())], [chunk("d1", "x")])
+        judge.judge(Query("q", "?"), [Claim("x", ())], [chunk("d1", "x")])
 
 
 # --- missing package ----------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from conftest import SHIPPED, assert_one_line_error
+from rag_bench.components.registry import registry, resolve
 from rag_bench.errors import UnknownNameError, UsageError
-from rag_bench.plugins import registry, resolve
 
 
 def test_builtins_come_through_entry_points():
@@ -46,7 +46,7 @@ def test_bad_overrides_name_the_valid_choices(override, error, fragments):
 
 
 PLUGIN = """
-from rag_bench.plugins import VariantSpec, component
+from rag_bench.components.registry import VariantSpec, component
 
 
 @component("chunker", "sentences", description="one chunk per pair of sentences", per_chunk=2)
@@ -55,8 +55,8 @@ class SentenceChunker:
         self.per_chunk = per_chunk
 
     def chunk(self, doc):
-        from rag_bench.pipeline.chunking import Chunk
-        from rag_bench.text import split_sentences
+        from rag_bench.model import Chunk
+        from rag_bench.text.sentences import split_sentences
         spans = split_sentences(doc.text)
         groups = [spans[i:i + self.per_chunk] for i in range(0, len(spans), self.per_chunk)]
         chunks = []

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag_bench import Qrels, Run, evaluate_run
-from rag_bench.analysis import Store
-from rag_bench.store import TABLES, _schemas, read_manifest, read_table, write_run
+from rag_bench.runs.reader import Store
+from rag_bench.runs.store import TABLES, _schemas, read_manifest, read_table, write_run
 
 CUTOFFS = (1, 2, 3, 5, 10)
 FAMILIES = ("precision", "recall", "hit", "mrr", "ndcg", "ndcg_exp", "map")

@@ -16,11 +16,11 @@ import pytest
 from runs_helpers import locate, manifest_file, read_table, write_table
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
-from rag_bench.analysis import Store
 from rag_bench.errors import UnknownNameError
 from rag_bench.evaluation.stats import bootstrap_ci
-from rag_bench.report import report, report_data
-from rag_bench.runner import Selection, run_variant
+from rag_bench.experiment.runner import Selection, run_variant
+from rag_bench.report.page import report, report_data
+from rag_bench.runs.reader import Store
 
 needs_plotly = pytest.mark.skipif(
     importlib.util.find_spec("plotly") is None,
@@ -395,7 +395,7 @@ def test_injected_markup_does_not_run_in_chromium(store, poisoned, tmp_path):
 
 
 def test_plot_text_escapes_before_wrapping():
-    from rag_bench.report import plot_text
+    from rag_bench.report.page import plot_text
 
     wrapped = plot_text("<b>bold</b> & " + "x" * 90 + "<i>", width=40)
     assert "<b>" not in wrapped and "<i>" not in wrapped

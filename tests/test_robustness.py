@@ -23,8 +23,15 @@ import pytest
 from runs_helpers import locate, manifest_file, read_table
 
 from conftest import SHIPPED
-from rag_bench.runner import Selection, run_variant
-from rag_bench.store import MANIFESTS, PAUSE_ENV, TABLES, committed_ids, partitions, runs_folder
+from rag_bench.experiment.runner import Selection, run_variant
+from rag_bench.io.pause import PAUSE_ENV
+from rag_bench.runs.store import (
+    MANIFESTS,
+    TABLES,
+    committed_ids,
+    partitions,
+    runs_folder,
+)
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -33,7 +40,7 @@ pytestmark = [
 
 SMOKE = Selection(tag="smoke")
 EXECUTABLE = Path(sys.executable).with_name("rag-bench")
-COMMAND = [str(EXECUTABLE)] if EXECUTABLE.exists() else [sys.executable, "-m", "rag_bench.cli"]
+COMMAND = [str(EXECUTABLE)] if EXECUTABLE.exists() else [sys.executable, "-m", "rag_bench.cli.main"]
 VOLATILE = {"run_id"}  # besides the latency columns
 
 

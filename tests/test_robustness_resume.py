@@ -19,10 +19,10 @@ from runs_helpers import locate, manifest_file
 from test_robustness import Process, assert_same_traces, hidden, visible
 
 from conftest import SHIPPED, assert_one_line_error
-from rag_bench.llm import EndpointError
+from rag_bench.components.openai.client import EndpointError
+from rag_bench.experiment.runner import RunInterrupted, Selection, resume_run, run_variant
 from rag_bench.pipeline import compose
-from rag_bench.runner import RunInterrupted, Selection, resume_run, run_variant
-from rag_bench.store import Checkpoint
+from rag_bench.runs.store import Checkpoint
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),

@@ -20,12 +20,12 @@ from runs_helpers import copy_run, fingerprint, locate, table_file
 from test_robustness import COMMAND, assert_same_traces, hidden, visible
 
 from conftest import SHIPPED, assert_one_line_error
-from rag_bench.cache import Cache
-from rag_bench.dataset import load_dataset
+from rag_bench.components.registry import component, registry, resolve
+from rag_bench.data.dataset import load_dataset
+from rag_bench.experiment.runner import Selection, run_variant
+from rag_bench.io.cache import Cache
 from rag_bench.pipeline import compose
 from rag_bench.pipeline.compose import Pipeline
-from rag_bench.plugins import component, registry, resolve
-from rag_bench.runner import Selection, run_variant
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -78,7 +78,7 @@ def test_a_full_disk_while_writing_the_run_keeps_nothing_but_the_checkpoint(
     [(1, 0), (4, 8)],  # the checkpoint's header; the second block of answers
 )
 def test_a_full_disk_while_checkpointing(tmp_path, monkeypatch, rag_bench, fail_at, kept):
-    from rag_bench import store
+    from rag_bench.runs import store
 
     runs = tmp_path / "runs"
     monkeypatch.setattr(compose, "BATCH", 8)
@@ -212,7 +212,7 @@ BUILDER = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from rag_bench.cache import Cache
+    from rag_bench.io.cache import Cache
 
     root, role = Path(sys.argv[1]), sys.argv[2]
     if role == "reader":  # whenever the entry is visible, it is whole

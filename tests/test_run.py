@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import SHIPPED, assert_one_line_error
-from rag_bench.runner import DEFAULT_KS, Selection, run_variant
-from rag_bench.store import TABLES, committed_ids, read_table
-from rag_bench.traces import ranking_measures
+from rag_bench.experiment.runner import DEFAULT_KS, Selection, run_variant
+from rag_bench.experiment.traces import ranking_measures
+from rag_bench.runs.store import TABLES, committed_ids, read_table
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -94,7 +94,7 @@ def test_sample_is_seeded_and_recorded(tmp_path):
 
 def test_recorded_variant_replays_answers(smoke_runs):
     recorded = smoke_runs["recorded"]
-    from rag_bench.dataset import load_dataset
+    from rag_bench.data.dataset import load_dataset
 
     answers = load_dataset(SHIPPED).answers
     assert set(recorded.queries["query_id"]) <= set(answers)

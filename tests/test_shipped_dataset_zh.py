@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from rag_bench.dataset import load_dataset
-from rag_bench.runner import run_variant
+from rag_bench.data.dataset import load_dataset
+from rag_bench.experiment.runner import run_variant
 from shipped import CATEGORIES, FAILURE_CLASSES, LUMEN
 
 MARKER = re.compile(r"【([^【】]+)】")

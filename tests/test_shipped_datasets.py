@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from rag_bench.dataset import load_dataset
+from rag_bench.data.dataset import load_dataset
 from shipped import CATEGORIES, FAILURE_CLASSES, KESTREL, LUMEN, norm
 
 

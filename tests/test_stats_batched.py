@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_bench.compare import _statistics
+from rag_bench.analysis.compare import _statistics
 from rag_bench.evaluation.stats import (
     bootstrap_ci,
     bootstrap_cis,

@@ -10,8 +10,8 @@ import pytest
 from runs_helpers import copy_run, locate, manifest_file, read_table, table_file, write_table
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
-from rag_bench.runner import Selection, run_variant
-from rag_bench.store import committed_ids, partitions, runs_folder
+from rag_bench.experiment.runner import Selection, run_variant
+from rag_bench.runs.store import committed_ids, partitions, runs_folder
 
 SMOKE = Selection(tag="smoke")
 
@@ -202,7 +202,9 @@ def test_compare_refuses_itself_and_other_datasets(rag_bench, store, tmp_path):
     assert_one_line_error(
         rag_bench("compare", ids["baseline"], ids["baseline"], "--runs-dir", runs), "itself"
     )
-    other = run_variant("recorded", ROOT / "data" / "seed-example", runs_dir=runs).run_id
+    other = run_variant(
+        "recorded", ROOT / "rag_bench" / "data" / "shipped" / "seed-example", runs_dir=runs
+    ).run_id
     assert_one_line_error(
         rag_bench("compare", ids["baseline"], other, "--runs-dir", runs),
         "different datasets",
@@ -350,7 +352,7 @@ def test_rm_asks_then_deletes(rag_bench, store, tmp_path):
     runs, ids = copy_store(store, tmp_path)
     from click.testing import CliRunner
 
-    from rag_bench.cli import cli
+    from rag_bench.cli.main import cli
 
     declined = CliRunner().invoke(
         cli, ["rm", ids["baseline"], "--runs-dir", str(runs)], input="n\n"

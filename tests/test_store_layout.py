@@ -17,9 +17,9 @@ from runs_helpers import locate, manifest_file, read_table, table_file
 from test_robustness import Process, age, assert_same_traces, hidden, visible
 
 from conftest import assert_one_line_error
-from rag_bench.analysis import Store
-from rag_bench.runner import Selection
-from rag_bench.store import (
+from rag_bench.experiment.runner import Selection
+from rag_bench.runs.reader import Store
+from rag_bench.runs.store import (
     TABLES,
     clean_stale,
     committed_ids,
@@ -38,7 +38,7 @@ def written(tmp_path_factory, index_cache):
     """A runs folder written by `rag-bench run`: two baseline runs and one hybrid run."""
     from click.testing import CliRunner
 
-    from rag_bench.cli import cli
+    from rag_bench.cli.main import cli
 
     runs = tmp_path_factory.mktemp("layout") / "runs"
     for variant in ("baseline", "baseline", "hybrid"):
@@ -167,7 +167,7 @@ def test_ctrl_c_between_placing_tables_and_committing_takes_them_back(tmp_path, 
 
 
 def test_rm_uncommits_before_deleting_the_tables(tmp_path, clean, rag_bench, monkeypatch):
-    from rag_bench import store
+    from rag_bench.runs import store
 
     runs = tmp_path / "runs"
     shutil.copytree(clean.runs.root, runs)

@@ -129,8 +129,8 @@ def test_run_runs_show_compare_sql_rm_over_s3(s3, rag_bench):
 
 
 def test_an_interrupted_s3_run_resumes_from_its_local_checkpoint(s3, rag_bench, monkeypatch):
-    from rag_bench import store
-    from rag_bench.runs_fs import RunsFolder
+    from rag_bench.runs import store
+    from rag_bench.runs.folder import RunsFolder
 
     bucket, filesystem = s3
     url = f"s3://{bucket}/runs"

@@ -9,10 +9,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rag_bench import Qrels, Run, evaluate_run, load_run, tabular
+from rag_bench import Qrels, Run, evaluate_run, load_run
 from rag_bench.errors import DataError
 from rag_bench.evaluation import retrieval
-from rag_bench.tabular import IdColumn
+from rag_bench.io import tabular
+from rag_bench.io.tabular import IdColumn
 
 IDS = [
     "",

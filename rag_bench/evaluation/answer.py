@@ -14,11 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_bench.dataset import Query
-from rag_bench.evaluation.claims import SplitClaim, strip_markers
-from rag_bench.evaluation.judges import Verdict
-from rag_bench.pipeline.chunking import Chunk
-from rag_bench.text import HAN, fold_width, has_han
+from rag_bench.model import Chunk, Claim, Query, Verdict
+from rag_bench.text.claims import strip_markers
+from rag_bench.text.scripts import HAN, fold_width, has_han
 
 ARTICLES = {"a", "an", "the"}
 HAN_OR_OTHER = re.compile(f"[{HAN}]|[^{HAN}]+")
@@ -78,7 +76,7 @@ class AnswerEvidence:
     query: Query
     answer: str
     refused: bool
-    claims: Sequence[SplitClaim]
+    claims: Sequence[Claim]
     verdicts: Sequence[Verdict]
     ranking: Sequence[Chunk]  # the final chunk ranking, best first
     grades: dict[str, int]  # judged documents of the query

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag_bench.evaluation.claims import SplitClaim
-from rag_bench.evaluation.judges import Verdict
+from rag_bench.model import Claim, Verdict
 
 FAILURE_CLASSES = (
     "ok",
@@ -36,7 +35,7 @@ FAILURE_CLASSES = (
 def diagnose(
     should_refuse: bool,
     refused: bool,
-    claims: Sequence[SplitClaim],
+    claims: Sequence[Claim],
     verdicts: Sequence[Verdict],
     context_docs: Sequence[str],
     grades: dict[str, int],

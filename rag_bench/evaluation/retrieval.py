@@ -18,11 +18,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rag_bench.data.qrels import Qrels, load_qrels
+from rag_bench.data.rankings import Run, load_run
 from rag_bench.errors import DataError, UsageError
 from rag_bench.evaluation.measures import DEFAULT_EVAL_MEASURES, Measure, parse_measures
-from rag_bench.qrels import Qrels, load_qrels
-from rag_bench.rankings import Run, load_run
-from rag_bench.tabular import ROW_BLOCK, IdColumn, combine_keys, run_starts, scaled_keys
+from rag_bench.io.tabular import ROW_BLOCK, IdColumn, combine_keys, run_starts, scaled_keys
 
 
 @dataclass(frozen=True)

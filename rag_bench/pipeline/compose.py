@@ -12,18 +12,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rag_bench.cache import Cache, corpus_fingerprint, digest
-from rag_bench.dataset import Dataset, Query
+from rag_bench.components.chunking import chunk_corpus
+from rag_bench.components.dense import DenseIndex
+from rag_bench.components.registry import build
+from rag_bench.data.dataset import Dataset
 from rag_bench.errors import UsageError
-from rag_bench.evaluation.claims import SplitClaim, split_claims
-from rag_bench.evaluation.judges import Verdict
-from rag_bench.executors import Executor, LocalExecutor
-from rag_bench.pipeline.chunking import Chunk, chunk_corpus
-from rag_bench.pipeline.dense import DenseIndex
-from rag_bench.pipeline.generate import Generation
-from rag_bench.pipeline.hits import Hits
-from rag_bench.plugins import build
-from rag_bench.store import pause_point
+from rag_bench.io.cache import Cache, corpus_fingerprint, digest
+from rag_bench.io.pause import pause_point
+from rag_bench.model import Chunk, Claim, Generation, Hits, Query, QueryResult, Verdict
+from rag_bench.pipeline.executors import Executor, LocalExecutor
+from rag_bench.text.claims import split_claims
 
 BATCH = 32  # queries per call of a generator's generate_all / a judge's judge_all
 EMBED_BLOCK = 4096  # corpus texts per checkpointed block when embedding with a stateless encoder
@@ -51,23 +49,6 @@ class IndexReport:
     n_chunks: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     cached: dict[str, bool] = field(default_factory=dict)
-
-
-@dataclass
-class QueryResult:
-    """One query's trip through the pipeline: chunk rankings per stage, the answer, its claims
-    with the judge's verdicts, the generator's context (chunk positions) and timings."""
-
-    stages: dict[str, Hits]
-    generation: Generation
-    claims: list[SplitClaim]
-    verdicts: list[Verdict]
-    context: list[int]
-    latency_ms: dict[str, float]
-
-    @property
-    def final(self) -> Hits:
-        return list(self.stages.values())[-1]
 
 
 class Pipeline:
@@ -371,7 +352,7 @@ class Pipeline:
             return None
         try:
             generation = _rebuild(Generation, record["generation"])
-            claims = [_rebuild(SplitClaim, c) for c in record["claims"]]
+            claims = [_rebuild(Claim, c) for c in record["claims"]]
             verdicts = [_rebuild(Verdict, v) for v in record["verdicts"]]
             latency = {**timings, **record["latency_ms"]}
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -544,7 +525,7 @@ def _record(query_id: str, key: str, result: QueryResult) -> dict | None:
         back = json.loads(json.dumps(record, ensure_ascii=False, allow_nan=False))
         same = (
             _rebuild(Generation, back["generation"]) == result.generation
-            and [_rebuild(SplitClaim, c) for c in back["claims"]] == list(result.claims)
+            and [_rebuild(Claim, c) for c in back["claims"]] == list(result.claims)
             and [_rebuild(Verdict, v) for v in back["verdicts"]] == list(result.verdicts)
         )
     except (TypeError, ValueError):

@@ -1,0 +1,174 @@
+"""How far a judge can be trusted: its agreement with human claim labels, and a
+prediction-powered confidence interval for the faithfulness it measures on a run.
+
+The labelled claims are those of the dataset's ``answers.jsonl``: each recorded answer's claims
+with the documents of its ranking that truly support them. The judge sees the same ranking as
+context and must say whether each claim is supported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from rag_bench.components.chunking import WholeDocument
+from rag_bench.data.dataset import Dataset
+from rag_bench.errors import RagBenchError
+from rag_bench.model import Claim, Query
+
+
+@dataclass(frozen=True)
+class Agreement:
+    claims: pd.DataFrame  # query_id, claim, gold_supported, judged_supported, grade, reason
+    judge: str
+
+    def stats(self) -> dict:
+        return agreement_stats(
+            self.claims["gold_supported"].to_numpy(bool),
+            self.claims["judged_supported"].to_numpy(bool),
+        )
+
+
+def labelled_claims(dataset: Dataset) -> list[tuple[Query, list[Claim], list[bool], list]]:
+    """For each recorded answer: its query, split claims, gold labels and the context chunks."""
+    chunker = WholeDocument()
+    out = []
+    for query_id, recorded in dataset.answers.items():
+        claims = [Claim(c.text, c.citations) for c in recorded.claims if c.supported_by is not None]
+        if not claims:
+            continue
+        gold = [
+            bool(set(c.supported_by) & set(recorded.ranking))
+            for c in recorded.claims
+            if c.supported_by is not None
+        ]
+        context = [
+            chunk
+            for d in dict.fromkeys(recorded.ranking)
+            for chunk in chunker.chunk(dataset.docs[d])
+        ]
+        out.append((dataset.queries[query_id], claims, gold, context))
+    if not out:
+        raise RagBenchError(
+            f"dataset {dataset.name!r} has no labelled claims",
+            "record answers with claims and supported_by in answers.jsonl",
+        )
+    return out
+
+
+def judge_agreement(dataset: Dataset, judge, analyzer, judge_name: str) -> Agreement:
+    """Run ``judge`` over every labelled claim, with the recorded ranking as its context."""
+    judge.prepare(dataset, [], analyzer)
+    rows = []
+    for query, claims, gold, context in labelled_claims(dataset):
+        for claim, label, verdict in zip(claims, gold, judge.judge(query, claims, context)):
+            if verdict.supported is None:
+                continue
+            rows.append(
+                {
+                    "query_id": query.id,
+                    "claim": claim.text,
+                    "gold_supported": label,
+                    "judged_supported": bool(verdict.supported),
+                    "grade": verdict.grade,
+                    "reason": verdict.reason,
+                }
+            )
+    return Agreement(pd.DataFrame(rows), judge_name)
+
+
+def agreement_stats(gold: np.ndarray, judged: np.ndarray) -> dict:
+    """Accuracy, precision and recall on the 'unsupported' class, Cohen's kappa, confusion."""
+    n = len(gold)
+    unsupported_gold, unsupported_judged = ~gold, ~judged
+    tp = int(np.sum(unsupported_gold & unsupported_judged))
+    confusion = {
+        "gold supported, judged supported": int(np.sum(gold & judged)),
+        "gold supported, judged unsupported": int(np.sum(gold & unsupported_judged)),
+        "gold unsupported, judged supported": int(np.sum(unsupported_gold & judged)),
+        "gold unsupported, judged unsupported": tp,
+    }
+    accuracy = float(np.mean(gold == judged)) if n else float("nan")
+    expected = (
+        (np.mean(gold) * np.mean(judged) + np.mean(~gold) * np.mean(~judged)) if n else float("nan")
+    )
+    kappa = (accuracy - expected) / (1 - expected) if n and expected < 1 else float("nan")
+    return {
+        "n_claims": n,
+        "accuracy": accuracy,
+        "precision_unsupported": _share(tp, unsupported_judged.sum()),
+        "recall_unsupported": _share(tp, unsupported_gold.sum()),
+        "kappa": float(kappa),
+        "confusion": confusion,
+    }
+
+
+def _share(part: int, whole: int) -> float:
+    return part / int(whole) if whole else float("nan")
+
+
+def ppi_interval(
+    run_judged: np.ndarray, gold: np.ndarray, judged: np.ndarray, alpha: float = 0.05
+) -> dict:
+    """Prediction-powered estimate of the true share of supported claims in a run.
+
+    The judge's rate on the run's (unlabelled) claims is corrected by its average error on the
+    labelled claims; the interval adds both sources of variance (Angelopoulos et al., 2023). It
+    assumes the labelled claims are like the run's: a judge that errs differently on the run's
+    answers than on the labelled ones makes the correction wrong.
+    """
+    run_judged = np.asarray(run_judged, dtype=float)
+    error = np.asarray(gold, dtype=float) - np.asarray(judged, dtype=float)
+    if len(run_judged) < 2 or len(error) < 2:
+        raise RagBenchError(
+            "too few claims for an interval", "it needs at least two claims on each side"
+        )
+    estimate = run_judged.mean() + error.mean()
+    spread = np.sqrt(run_judged.var(ddof=1) / len(run_judged) + error.var(ddof=1) / len(error))
+    z = stats.norm.ppf(1 - alpha / 2)
+    return {
+        "judged": float(run_judged.mean()),
+        # a share lies in [0, 1]; so do the estimate and the interval
+        "estimate": float(np.clip(estimate, 0.0, 1.0)),
+        "low": float(np.clip(estimate - z * spread, 0.0, 1.0)),
+        "high": float(np.clip(estimate + z * spread, 0.0, 1.0)),
+        "n_run_claims": int(len(run_judged)),
+        "n_labelled": int(len(error)),
+    }
+
+
+def assess_judge(
+    dataset: Dataset,
+    judge: str = "lexical",
+    overrides: tuple[str, ...] = (),
+    run_claims: pd.DataFrame | None = None,
+    alpha: float = 0.05,
+) -> dict:
+    """Agreement of a judge with the labelled claims; with a run's claims (judged by the same
+    judge), also the prediction-powered interval of that run's true supported share."""
+    from rag_bench.components.registry import VariantSpec, build, resolve
+
+    resolved = resolve(VariantSpec("judge-agreement", {"judge": {"name": judge}}), overrides)
+    agreement = judge_agreement(
+        dataset, build("judge", resolved["judge"]), build("analyzer", resolved["analyzer"]), judge
+    )
+    report = {"judge": resolved["judge"], "dataset": dataset.name, **agreement.stats()}
+    if run_claims is not None:
+        judged = run_claims.dropna(subset=["supported"])
+        used = set(judged["judge"].dropna())
+        if used != {judge}:
+            raise RagBenchError(
+                f"the run's claims were judged by {', '.join(sorted(used)) or 'no judge'}, "
+                f"not {judge!r}",
+                "pass the --judge the run used",
+            )
+        report["run"] = ppi_interval(
+            judged["supported"].to_numpy(bool),
+            agreement.claims["gold_supported"].to_numpy(bool),
+            agreement.claims["judged_supported"].to_numpy(bool),
+            alpha,
+        )
+    return report

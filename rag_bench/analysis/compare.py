@@ -1,0 +1,426 @@
+"""Comparing stored runs: paired statistics per slice, per-query diffs, and the CI gate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
+from rag_bench.evaluation.answer import LOWER_IS_BETTER
+from rag_bench.evaluation.stats import TESTS, bootstrap_cis, holm, paired_p_values
+from rag_bench.runs.reader import Store, StoredRun
+
+DEFAULT_METRICS = (
+    "recall@10",
+    "mrr@10",
+    "ndcg@10",
+    "faithfulness",
+    "citation_precision",
+    "answer_exact",
+    "correct_refusal",
+    "over_refusal",
+)
+SLICES = ("category", "tag", "failure_class")
+CATEGORY_ORDER = ("literal", "paraphrase", "multi-hop", "unanswerable")
+TIE = 1e-12
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One row per (compared run, slice, metric); ``n_paired`` queries per compared run."""
+
+    rows: pd.DataFrame
+    n_paired: dict[str, int]
+    test: str
+    alpha: float
+
+
+def _runs(store: Store, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
+    if len(refs) < 2:
+        raise UsageError(
+            "compare needs at least two runs",
+            "e.g. rag-bench compare latest:baseline latest:hybrid",
+        )
+    runs = [store.get(ref) for ref in refs]
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) < len(ids):
+        raise UsageError(
+            f"run {ids[0] if ids.count(ids[0]) > 1 else ids[1]} is compared with itself",
+            "name two different runs",
+        )
+    shas = {r.dataset_sha256 for r in runs}
+    if len(shas) > 1 and not allow_mismatch:
+        names = ", ".join(f"{r.run_id} ({r.manifest.get('dataset', {}).get('name')})" for r in runs)
+        raise RagBenchError(
+            f"the runs were made on different datasets: {names}",
+            "pass --allow-mismatch to pair the shared query ids anyway",
+        )
+    return runs
+
+
+def _load(
+    store: Store, runs: list[StoredRun], metrics: Sequence[str] | None
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    con = store.connect(runs)
+    available = [
+        r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY metric").fetchall()
+    ]
+    chosen = list(metrics) if metrics else [m for m in DEFAULT_METRICS if m in available]
+    for metric in chosen:
+        if metric not in available:
+            raise UnknownNameError("metric in these runs", metric, available)
+    listing = ", ".join("'" + m.replace("'", "''") + "'" for m in chosen)
+    values = con.sql(
+        f"SELECT run_id, query_id, metric, value FROM metrics WHERE metric IN ({listing})"
+    ).df()
+    queries = con.sql("SELECT run_id, query_id, category, tags, failure_class FROM queries").df()
+    return values, queries, chosen
+
+
+def query_slices(
+    queries: pd.DataFrame, baseline: str, slice_by: str | None
+) -> dict[str, list[str]]:
+    """Each query's slices, read from the baseline run (a query may sit in several tag slices)."""
+    rows = queries[queries["run_id"] == baseline]
+    if slice_by is None:
+        return {}
+    if slice_by not in SLICES:
+        raise UnknownNameError("slice", slice_by, SLICES)
+    if slice_by == "tag":
+        return {
+            q: (list(t) if t is not None and len(t) else ["untagged"])
+            for q, t in zip(rows["query_id"], rows["tags"])
+        }
+    return {q: [str(v)] for q, v in zip(rows["query_id"], rows[slice_by])}
+
+
+def slice_order(labels: set[str]) -> list[str]:
+    known = [c for c in CATEGORY_ORDER if c in labels]
+    return known + sorted(labels - set(known))
+
+
+def _statistics(
+    pairs: list[tuple[np.ndarray, np.ndarray]], test: str, resamples: int, seed: int
+) -> list[dict]:
+    """Means, delta, bootstrap interval, p-value and wins/ties/losses of each (a, b) pair of
+    value arrays; computed together, so the resamples of pairs with as many queries are drawn
+    once (the numbers are those of one pair at a time)."""
+    ds = [b - a for a, b in pairs]
+    intervals = bootstrap_cis(ds, resamples=resamples, seed=seed)
+    p_values = paired_p_values(ds, test, resamples, seed)
+    return [_row(d, a, b, *ci, p) for d, (a, b), ci, p in zip(ds, pairs, intervals, p_values)]
+
+
+def _row(d: np.ndarray, a: np.ndarray, b: np.ndarray, low: float, high: float, p: float) -> dict:
+    return {
+        "mean_a": float(a.mean()),
+        "mean_b": float(b.mean()),
+        "delta": float(d.mean()),
+        "ci_low": low,
+        "ci_high": high,
+        "p_value": p,
+        "wins": int(np.sum(d > TIE)),
+        "ties": int(np.sum(np.abs(d) <= TIE)),
+        "losses": int(np.sum(d < -TIE)),
+        "n": len(d),
+    }
+
+
+def compare(
+    store: Store,
+    refs: Sequence[str],
+    *,
+    slice_by: str | None = "category",
+    metrics: Sequence[str] | None = None,
+    test: str = "randomization",
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    seed: int = 0,
+    allow_mismatch: bool = False,
+) -> Comparison:
+    """Compare every run after the first with the first, paired over their shared queries.
+
+    Per slice (plus ``all``) and metric: both means, the delta (b − a), a 95% bootstrap
+    interval of the delta, the paired test's p-value, Holm–Bonferroni across the whole table,
+    and wins / ties / losses. A metric undefined for a query (NULL) leaves that query out.
+    """
+    if test not in TESTS:
+        raise UnknownNameError("test", test, list(TESTS))
+    if not 0 < alpha < 1:
+        raise UsageError(f"--alpha {alpha} is not between 0 and 1", "e.g. --alpha 0.05")
+    runs = _runs(store, refs, allow_mismatch)
+    values, queries, chosen = _load(store, runs, metrics)
+    base = runs[0]
+    labels = query_slices(queries, base.run_id, slice_by)
+    wide = values.pivot_table(
+        index=["metric", "query_id"], columns="run_id", values="value", aggfunc="first"
+    )
+    keys, compared, n_paired = [], [], {}
+    for other in runs[1:]:
+        shared = set(queries.loc[queries["run_id"] == base.run_id, "query_id"]) & set(
+            queries.loc[queries["run_id"] == other.run_id, "query_id"]
+        )
+        n_paired[other.run_id] = len(shared)
+        slices = ["all", *slice_order({s for q in shared for s in labels.get(q, [])})]
+        for metric in chosen:
+            pairs = (
+                wide.loc[metric, [base.run_id, other.run_id]].dropna()
+                if metric in wide.index
+                else pd.DataFrame()
+            )
+            pairs = pairs[pairs.index.isin(shared)]
+            for name in slices:
+                chosen_rows = (
+                    pairs
+                    if name == "all"
+                    else pairs[[name in labels.get(q, []) for q in pairs.index]]
+                )
+                if chosen_rows.empty:
+                    continue
+                keys.append(
+                    {"slice": name, "metric": metric, "run_a": base.run_id, "run_b": other.run_id}
+                )
+                compared.append(
+                    (chosen_rows[base.run_id].to_numpy(), chosen_rows[other.run_id].to_numpy())
+                )
+    stats = _statistics(compared, test, resamples, seed)
+    table = pd.DataFrame([key | row for key, row in zip(keys, stats)])
+    if table.empty:
+        raise RagBenchError(
+            "the runs share no query with a defined value",
+            "check that they ran on the same queries",
+        )
+    table.insert(
+        table.columns.get_loc("p_value") + 1, "p_adjusted", holm(table["p_value"].to_numpy())
+    )
+    table["significant"] = table["p_adjusted"] < alpha
+    columns = [
+        "slice",
+        "metric",
+        "run_a",
+        "run_b",
+        "mean_a",
+        "mean_b",
+        "delta",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_adjusted",
+        "wins",
+        "ties",
+        "losses",
+        "n",
+        "significant",
+    ]
+    return Comparison(table[columns], n_paired, test, alpha)
+
+
+# --- the CI gate ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GateResult:
+    passed: bool
+    rows: pd.DataFrame  # metric, mean_a, mean_b, delta, allowed_drop, p_adjusted, verdict, reason
+
+
+def parse_drops(specs: Sequence[str]) -> dict[str, float]:
+    drops = {}
+    for spec in specs:
+        metric, sep, amount = spec.partition("=")
+        try:
+            value = float(amount)
+        except ValueError:
+            value = -1.0
+        if not sep or not metric.strip() or value < 0:
+            raise UsageError(
+                f"--max-drop {spec!r} is not metric=amount", "e.g. --max-drop recall@10=0.02"
+            )
+        drops[metric.strip()] = value
+    if not drops:
+        raise UsageError("the gate needs at least one --max-drop", "e.g. --max-drop recall@10=0.02")
+    return drops
+
+
+def gate(
+    store: Store,
+    candidate: str,
+    baseline: str,
+    max_drops: Mapping[str, float],
+    *,
+    test: str = "randomization",
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> GateResult:
+    """Fail when a metric worsens by more than its allowance and the change is significant.
+
+    Worse means lower, except for the metrics where lower is better (``over_refusal``,
+    ``answered_unanswerable``), where a rise is the regression.
+    """
+    result = compare(
+        store,
+        [baseline, candidate],
+        slice_by=None,
+        metrics=list(max_drops),
+        test=test,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+    )
+    rows = []
+    for _, row in result.rows.iterrows():
+        allowed = max_drops[row["metric"]]
+        drop = row["delta"] if row["metric"] in LOWER_IS_BETTER else -row["delta"]
+        if drop > allowed and row["p_adjusted"] < alpha:
+            verdict, reason = (
+                "fail",
+                f"worsened by {drop:.4f} > {allowed}, significant (p_adj {row['p_adjusted']:.4f})",
+            )
+        elif drop > allowed:
+            verdict, reason = (
+                "pass",
+                f"worsened by {drop:.4f} > {allowed} but not significant "
+                f"(p_adj {row['p_adjusted']:.4f})",
+            )
+        else:
+            verdict, reason = (
+                "pass",
+                f"worsened by {max(drop, 0.0):.4f}, within the allowed {allowed}",
+            )
+        rows.append(
+            {
+                "metric": row["metric"],
+                "mean_a": row["mean_a"],
+                "mean_b": row["mean_b"],
+                "delta": row["delta"],
+                "allowed_drop": allowed,
+                "p_adjusted": row["p_adjusted"],
+                "n": row["n"],
+                "verdict": verdict,
+                "reason": reason,
+            }
+        )
+    table = pd.DataFrame(rows)
+    return GateResult(bool((table["verdict"] == "pass").all()), table)
+
+
+# --- per-query diff -----------------------------------------------------------------------
+
+
+def previous_run(store: Store, run: StoredRun) -> StoredRun:
+    """The latest earlier run of the same variant on the same dataset."""
+    created = (run.manifest.get("created_at", ""), run.run_id)
+    earlier = [
+        r
+        for r in store.runs
+        if r.variant == run.variant
+        and r.dataset_sha256 == run.dataset_sha256
+        and (r.manifest.get("created_at", ""), r.run_id) < created
+    ]
+    if not earlier:
+        raise RagBenchError(
+            f"no earlier run of {run.variant!r} on this dataset before {run.run_id}",
+            "name one with --against RUN",
+        )
+    return max(earlier, key=lambda r: (r.manifest.get("created_at", ""), r.run_id))
+
+
+def metric_cutoff(metric: str) -> int:
+    _, _, k = metric.partition("@")
+    return int(k) if k.isdigit() else 10
+
+
+def _relevant_top(con, run_id: str, k: int) -> dict[str, dict[str, int]]:
+    rows = con.execute(
+        "SELECT query_id, doc_id, rank FROM retrieved WHERE run_id = ? AND stage = 'documents' "
+        "AND relevance >= 1 AND rank <= ?",
+        [run_id, k],
+    ).fetchall()
+    out: dict[str, dict[str, int]] = {}
+    for query_id, doc_id, rank in rows:
+        out.setdefault(query_id, {})[doc_id] = rank
+    return out
+
+
+def diff(
+    store: Store, ref: str, against: str = "previous", metric: str = "ndcg@10", top: int = 20
+) -> pd.DataFrame:
+    """The queries that got worse and better on ``metric``, with what changed in between."""
+    if top < 1:
+        raise UsageError(f"--top {top} is below 1", "e.g. --top 20")
+    new = store.get(ref)
+    old = previous_run(store, new) if against == "previous" else store.get(against)
+    if old.run_id == new.run_id:
+        raise UsageError(
+            f"run {new.run_id} is compared with itself", "name another run with --against"
+        )
+    con = store.connect([old, new])
+    available = [r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY 1").fetchall()]
+    if metric not in available:
+        raise UnknownNameError("metric in these runs", metric, available)
+    frame = con.execute(
+        "SELECT o.query_id, q.category, o.value AS before, n.value AS after, "
+        "n.value - o.value AS delta, "
+        "qo.failure_class AS failure_before, q.failure_class AS failure_after "
+        "FROM metrics o JOIN metrics n ON o.query_id = n.query_id AND o.metric = n.metric "
+        "JOIN queries q ON q.run_id = n.run_id AND q.query_id = n.query_id "
+        "JOIN queries qo ON qo.run_id = o.run_id AND qo.query_id = o.query_id "
+        "WHERE o.run_id = ? AND n.run_id = ? AND o.metric = ? "
+        "AND o.value IS NOT NULL AND n.value IS NOT NULL",
+        [old.run_id, new.run_id, metric],
+    ).df()
+    k = metric_cutoff(metric)
+    before, after = _relevant_top(con, old.run_id, k), _relevant_top(con, new.run_id, k)
+    worse = (
+        frame[frame["delta"] < -TIE]
+        .sort_values(["delta", "query_id"])
+        .head(top)
+        .assign(change="worse")
+    )
+    better = (
+        frame[frame["delta"] > TIE]
+        .sort_values(["delta", "query_id"], ascending=[False, True])
+        .head(top)
+        .assign(change="better")
+    )
+    listed = pd.concat([worse, better], ignore_index=True)
+    listed["entered"] = [_moves(after.get(q, {}), before.get(q, {})) for q in listed["query_id"]]
+    listed["left"] = [_moves(before.get(q, {}), after.get(q, {})) for q in listed["query_id"]]
+    listed["moved"] = [
+        _rank_changes(before.get(q, {}), after.get(q, {})) for q in listed["query_id"]
+    ]
+    listed.insert(0, "run", new.run_id)
+    listed.insert(1, "against", old.run_id)
+    columns = [
+        "run",
+        "against",
+        "change",
+        "query_id",
+        "category",
+        "before",
+        "after",
+        "delta",
+        "entered",
+        "left",
+        "moved",
+        "failure_before",
+        "failure_after",
+    ]
+    return listed[columns]
+
+
+def _rank_changes(before: dict[str, int], after: dict[str, int]) -> str:
+    """Relevant documents in the top k of both runs whose rank changed, as ``doc 3→1``."""
+    moved = [(d, before[d], after[d]) for d in before if d in after and before[d] != after[d]]
+    return " ".join(f"{d} {a}→{b}" for d, a, b in sorted(moved, key=lambda x: x[2]))
+
+
+def _moves(here: dict[str, int], there: dict[str, int]) -> str:
+    """Relevant documents in the top k here but not there, as ``doc@rank``."""
+    return " ".join(
+        f"{d}@{r}" for d, r in sorted(here.items(), key=lambda x: x[1]) if d not in there
+    )

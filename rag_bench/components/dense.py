@@ -1,0 +1,142 @@
+"""Dense retrieval: an encoder embeds chunks and queries; search is exact cosine similarity.
+
+Exact search multiplies the query embeddings with every chunk embedding, which is what a
+benchmark should do (no approximation error) and is fast up to a few hundred thousand chunks.
+Beyond that an approximate index (FAISS, hnswlib) would trade a little recall for speed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rag_bench.components.hits import top_k_rows
+from rag_bench.components.registry import component
+from rag_bench.model import Hits, Query
+
+QUERY_BATCH = 512
+
+
+def normalise(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)
+
+
+def cosine_search(queries: np.ndarray, chunks: np.ndarray, depth: int) -> list[Hits]:
+    """Top ``depth`` chunks per query by cosine similarity of unit-length embeddings.
+
+    The products run on one BLAS thread: a multi-threaded BLAS sums in an order that depends
+    on its thread count, which would make the scores (in their last bits) depend on the
+    machine, or on the executor (Ray runs each task on one thread). Parallelism comes from the
+    executor's blocks instead."""
+    from threadpoolctl import threadpool_limits
+
+    out: list[Hits] = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start in range(0, len(queries), QUERY_BATCH):
+            scores = queries[start : start + QUERY_BATCH] @ chunks.T
+            out.extend(top_k_rows(scores.astype(np.float64), depth))
+    return out
+
+
+@component(
+    "encoder",
+    "lsa",
+    description="TF-IDF + truncated SVD fitted on the corpus (offline, no download)",
+    dims=128,
+    seed=0,
+)
+class LSAEncoder:
+    """Latent semantic analysis: terms that occur in similar chunks get similar directions."""
+
+    def __init__(self, dims: int = 128, seed: int = 0):
+        self.dims, self.seed = dims, seed
+        self.analyzer = None
+
+    def cache_material(self) -> dict:
+        return {"component": "lsa", "dims": self.dims, "seed": self.seed}
+
+    def fit(self, texts: list[str], analyzer) -> np.ndarray:
+        """Learn the projection from ``texts`` and return their embeddings."""
+        from sklearn.decomposition import TruncatedSVD
+
+        self.analyzer = analyzer
+        terms = analyzer.terms_many(texts)
+        self.vocabulary = {t: i for i, t in enumerate(sorted({t for doc in terms for t in doc}))}
+        counts = self._counts(terms)
+        df = np.bincount(counts.indices, minlength=len(self.vocabulary))
+        self.idf = np.log((1 + len(texts)) / (1 + df)) + 1.0
+        tfidf = self._weigh(counts)
+        dims = max(1, min(self.dims, tfidf.shape[0] - 1, tfidf.shape[1] - 1))
+        svd = TruncatedSVD(
+            n_components=dims, algorithm="randomized", n_iter=7, random_state=self.seed
+        )
+        svd.fit(tfidf)
+        self.components = svd.components_
+        return normalise(np.asarray(tfidf @ self.components.T))
+
+    def _counts(self, terms: list[list[str]]):
+        from scipy.sparse import csr_matrix
+
+        rows, cols = [], []
+        for row, doc in enumerate(terms):
+            ids = [self.vocabulary[t] for t in doc if t in self.vocabulary]
+            rows.extend([row] * len(ids))
+            cols.extend(ids)
+        data = np.ones(len(rows))
+        matrix = csr_matrix((data, (rows, cols)), shape=(len(terms), len(self.vocabulary)))
+        matrix.sum_duplicates()
+        return matrix
+
+    def _weigh(self, counts):
+        from sklearn.preprocessing import normalize
+
+        weighted = counts.copy()
+        weighted.data = 1.0 + np.log(weighted.data)  # sublinear term frequency
+        weighted = weighted.multiply(self.idf).tocsr()
+        return normalize(weighted)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        tfidf = self._weigh(self._counts(self.analyzer.terms_many(texts)))
+        return normalise(np.asarray(tfidf @ self.components.T))
+
+    def save(self, folder: Path) -> None:
+        (folder / "vocabulary.json").write_text(json.dumps(self.vocabulary))
+        np.save(folder / "idf.npy", self.idf)
+        np.save(folder / "components.npy", self.components)
+
+    def load(self, folder: Path, analyzer) -> None:
+        self.analyzer = analyzer
+        self.vocabulary = json.loads((folder / "vocabulary.json").read_text())
+        self.idf = np.load(folder / "idf.npy")
+        self.components = np.load(folder / "components.npy")
+
+
+class DenseIndex:
+    """Chunk embeddings from an encoder, searched exactly."""
+
+    stage = "dense"
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+        self.embeddings: np.ndarray | None = None
+
+    def cache_material(self) -> dict:
+        return self.encoder.cache_material()
+
+    def fit(self, texts: list[str], analyzer) -> None:
+        self.embeddings = self.encoder.fit(texts, analyzer)
+
+    def save(self, folder: Path) -> None:
+        np.save(folder / "embeddings.npy", self.embeddings)
+        self.encoder.save(folder)
+
+    def load(self, folder: Path, analyzer) -> None:
+        self.embeddings = np.load(folder / "embeddings.npy")
+        self.encoder.load(folder, analyzer)
+
+    def search(self, queries: Sequence[Query], depth: int) -> list[Hits]:
+        return cosine_search(self.encoder.encode([q.text for q in queries]), self.embeddings, depth)

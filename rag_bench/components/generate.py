@@ -1,0 +1,170 @@
+"""Generators turn the top chunks into an answer with citation markers, or a refusal."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_bench.components.registry import component
+from rag_bench.components.termstats import TermWeights
+from rag_bench.data.dataset import Dataset
+from rag_bench.errors import UsageError
+from rag_bench.model import Chunk, Generation, Query
+from rag_bench.text.scripts import HAN, has_han, is_chinese
+from rag_bench.text.sentences import split_sentences
+
+REFUSAL_TEXT = "I don't know: the retrieved documents do not answer this question."
+REFUSAL_TEXT_ZH = "无法回答：检索到的资料不足以回答这个问题。"
+# A sentence's final punctuation and the closing quotes after it: the marker goes before it.
+FINAL = re.compile(r"[.!?。．！？；…]+[”’」』）)]*$")
+CJK_FINAL = re.compile(r"[。．！？；…]+[”’」』）)]*$")
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    text: str
+    doc_id: str
+    terms: frozenset[str]
+    rank: int
+
+
+@component(
+    "generator",
+    "extractive",
+    description="the best-matching sentences of the top chunks, each citing its document",
+    context_k=5,
+    max_sentences=2,
+    min_coverage=0.5,
+)
+class ExtractiveGenerator:
+    """Greedy set cover of the query's terms by context sentences, weighted by term rarity.
+
+    Each step takes the sentence adding the most not-yet-covered query weight (ties go to the
+    higher-ranked chunk); it refuses when the chosen sentences cover less than ``min_coverage``
+    of the query's weight, i.e. when the evidence is too weak.
+
+    Chinese works through a Chinese analyzer (``zh`` or ``auto``): sentences end at 。！？ etc.,
+    a Chinese sentence cites as ``签收7天内可退货【d1】。``, sentences are joined without spaces,
+    and a mainly Chinese query is refused in Chinese (``REFUSAL_TEXT_ZH``).
+    """
+
+    def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.5):
+        self.context_k = context_k
+        self.max_sentences = max_sentences
+        self.min_coverage = min_coverage
+        self.analyzer = None
+        self.weights: TermWeights | None = None
+
+    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
+        """Learn term rarity over the chunk collection."""
+        self.analyzer = analyzer
+        self.weights = TermWeights(analyzer.terms_many([c.index_text for c in chunks]))
+
+    # What prepare learns depends on the chunks and the analyzer only: the pipeline caches it
+    # as it caches an index (cache_material, save, load).
+
+    def cache_material(self) -> dict:
+        return {"learned": "extractive generator's term weights", "format": 1}
+
+    def save(self, folder: Path) -> None:
+        self.weights.write(folder / "term_weights.json")
+
+    def load(self, folder: Path, analyzer) -> None:
+        self.analyzer = analyzer
+        self.weights = TermWeights.read(folder / "term_weights.json")
+
+    def _candidates(self, context: Sequence[Chunk]) -> list[_Candidate]:
+        out = []
+        for rank, chunk in enumerate(context[: self.context_k]):
+            for start, end in split_sentences(chunk.text):
+                text = _squash(chunk.text[start:end])
+                terms = frozenset(self.analyzer.terms(text))
+                if terms:
+                    out.append(_Candidate(text, chunk.doc_id, terms, rank))
+        return out
+
+    def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
+        wanted = set(self.analyzer.terms(query.text))
+        total = self.weights.total(wanted)
+        candidates = self._candidates(context)
+        chosen: list[_Candidate] = []
+        covered: set[str] = set()
+        while len(chosen) < self.max_sentences:
+            best, gain = None, 0.0
+            for cand in candidates:
+                g = self.weights.total((cand.terms & wanted) - covered)
+                if g > gain + 1e-12:
+                    best, gain = cand, g
+            if best is None:
+                break
+            chosen.append(best)
+            covered |= best.terms & wanted
+        coverage = self.weights.total(covered) / total if total else 0.0
+        if not chosen or coverage < self.min_coverage:
+            refusal = REFUSAL_TEXT_ZH if is_chinese(query.text) else REFUSAL_TEXT
+            return Generation(refusal, refused=True)
+        chosen.sort(key=lambda c: c.rank)
+        answer = ""
+        for cand in chosen:
+            cited = _cite(cand.text, cand.doc_id)
+            glue = "" if not answer or CJK_FINAL.search(answer) else " "
+            answer += glue + cited
+        return Generation(answer, refused=False)
+
+
+def _squash(text: str) -> str:
+    """Whitespace collapsed to single spaces, and removed between Han characters (a line break
+    inside a Chinese sentence is no word break)."""
+    text = " ".join(text.split())
+    return re.sub(f"(?<=[{HAN}]) (?=[{HAN}])", "", text)
+
+
+def _cite(sentence: str, doc_id: str) -> str:
+    """Put the marker before the sentence's final punctuation: ``Text [d1].``, and in a Chinese
+    sentence ``文本【d1】。`` (before the closing quotes too: ``他说：“可以【d1】。”``)."""
+    stripped = sentence.rstrip()
+    final = FINAL.search(stripped)
+    if has_han(stripped):
+        if final is None:
+            return f"{stripped}【{doc_id}】。"
+        return f"{stripped[: final.start()]}【{doc_id}】{final.group()}"
+    if stripped and stripped[-1] in ".!?。！？":
+        return f"{stripped[:-1]} [{doc_id}]{stripped[-1]}"
+    return f"{stripped} [{doc_id}]."
+
+
+@component(
+    "generator",
+    "delayed",
+    description="the extractive answer after a fixed wait per call: a stand-in for a model "
+    "behind an endpoint, for measuring throughput",
+    delay_ms=200.0,
+    context_k=5,
+    max_sentences=2,
+    min_coverage=0.5,
+)
+class DelayedGenerator(ExtractiveGenerator):
+    def __init__(self, delay_ms: float = 200.0, **extractive):
+        if delay_ms < 0:
+            raise UsageError(f"generator.delay_ms={delay_ms} is below 0", "e.g. 200")
+        super().__init__(**extractive)
+        self.delay_ms = delay_ms
+
+    def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
+        time.sleep(self.delay_ms / 1000)
+        return super().generate(query, context)
+
+
+@component("generator", "recorded", description="replays the answers recorded in answers.jsonl")
+class RecordedGenerator:
+    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
+        self.answers = dataset.answers
+
+    def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
+        from rag_bench.text.claims import is_refusal
+
+        answer = self.answers[query.id].answer
+        return Generation(answer, refused=is_refusal(answer))

@@ -1,0 +1,427 @@
+"""A small client for OpenAI-compatible HTTP APIs (chat completions and embeddings).
+
+It is shared by the ``openai`` generator and encoder and the ``llm`` judge, and does the chores
+a benchmark needs from a paid, flaky, rate-limited service:
+
+- the base URL and the API key come from environment variables whose *names* are component
+  parameters; the key itself is held in memory only, never written to params, manifests,
+  traces, cache files or error messages;
+- timeouts, and bounded retries with exponential backoff on HTTP 429 / 5xx / timeouts /
+  dropped connections (``Retry-After`` is honoured, up to a cap);
+- bounded concurrency: :meth:`LLMClient.map` runs requests in a small thread pool;
+- an on-disk cache, one JSON file per request under ``<cache dir>/llm/``, keyed by a hash of
+  the endpoint and the request body and written atomically, so re-running a variant costs
+  nothing and returns exactly the same output;
+- token accounting from each reply's ``usage`` field, and a cost when prices are configured.
+
+A failure the user can fix (wrong key, wrong URL or model, a server that is not OpenAI-compatible,
+a server that keeps failing) is a one-line :class:`EndpointError` that names the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from rag_bench.errors import RagBenchError, UsageError, import_backend
+from rag_bench.io.cache import default_cache_dir, digest
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+INSTALL = "pip install 'rag-bench[openai]'"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MAX_BACKOFF_S = 30.0  # longest wait between two attempts, Retry-After included
+CACHE_FORMAT = 1
+UNTRUSTED_TAG = re.compile(r"<(/?\s*passages?)", re.IGNORECASE)
+
+# The parameters every HTTP-backed component takes, with their defaults. Only the *names* of
+# the environment variables are parameters: the values never reach params or the manifest.
+HTTP_PARAMS: dict[str, Any] = {
+    "base_url_env": "OPENAI_BASE_URL",
+    "api_key_env": "OPENAI_API_KEY",
+    "timeout": 60.0,
+    "max_retries": 4,
+    "retry_backoff": 1.0,
+    "concurrency": 4,
+    "cache": True,
+    "price_per_1k_prompt": 0.0,
+    "price_per_1k_completion": 0.0,
+}
+
+
+class EndpointError(RagBenchError):
+    """The HTTP endpoint refused or failed a request in a way the user must fix."""
+
+    exit_code = 5
+
+
+def public_url(url: str) -> str:
+    """The URL without any ``user:password@`` part (safe to hash, store and show)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+class LLMClient:
+    """Chat completions and embeddings against one OpenAI-compatible base URL.
+
+    ``where`` names the slot using the client (``generator``, ``judge``, ``encoder``) so that
+    hints can name the exact ``--set`` that fixes a problem.
+    """
+
+    def __init__(
+        self,
+        *,
+        where: str,
+        base_url_env: str = "OPENAI_BASE_URL",
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        retry_backoff: float = 1.0,
+        concurrency: int = 4,
+        cache: bool = True,
+        price_per_1k_prompt: float = 0.0,
+        price_per_1k_completion: float = 0.0,
+    ):
+        if timeout <= 0:
+            raise UsageError(f"{where}.timeout={timeout} is not positive", "e.g. 60 (seconds)")
+        if max_retries < 0:
+            raise UsageError(f"{where}.max_retries={max_retries} is below 0", "e.g. 4")
+        if retry_backoff < 0:
+            raise UsageError(f"{where}.retry_backoff={retry_backoff} is below 0", "e.g. 1.0")
+        if concurrency < 1:
+            raise UsageError(f"{where}.concurrency={concurrency} is below 1", "e.g. 4")
+        if price_per_1k_prompt < 0 or price_per_1k_completion < 0:
+            raise UsageError(f"{where} has a negative price", "prices are USD per 1000 tokens")
+        self._httpx = import_backend("httpx", INSTALL, f"the {where} calling an HTTP endpoint")
+        self.where = where
+        self.base_url_env, self.api_key_env = base_url_env, api_key_env
+        raw = os.environ.get(base_url_env, "").strip() or DEFAULT_BASE_URL
+        if urlsplit(raw).scheme not in ("http", "https") or not urlsplit(raw).hostname:
+            raise UsageError(
+                f"${base_url_env} is not an http(s) URL",
+                f"set {base_url_env} to the API's base URL, e.g. {DEFAULT_BASE_URL}",
+            )
+        self.base_url = raw.rstrip("/")
+        self._key = os.environ.get(api_key_env, "").strip() or None
+        self.timeout, self.max_retries, self.retry_backoff = timeout, max_retries, retry_backoff
+        self.concurrency = concurrency
+        self.prices = (price_per_1k_prompt, price_per_1k_completion)
+        self.cache_root = default_cache_dir() / "llm" if cache else None
+        self._client = None
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(
+            (
+                "requests",
+                "retries",
+                "cached_requests",
+                "prompt_tokens",
+                "completion_tokens",
+                "cached_prompt_tokens",
+                "cached_completion_tokens",
+            ),
+            0,
+        )
+
+    def __repr__(self) -> str:  # never the key
+        return f"LLMClient({public_url(self.base_url)!r}, key from ${self.api_key_env})"
+
+    # --- public API ----------------------------------------------------------------------
+
+    def chat(self, model: str, messages: Sequence[dict], **params: Any) -> str:
+        """The text of the first choice of a chat completion (``params``: temperature, ...)."""
+        body = {"model": model, "messages": list(messages), **params}
+        reply = self.post("chat/completions", body)
+        try:
+            content = reply["choices"][0]["message"].get("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise self._not_openai("chat/completions", "has no choices[0].message") from None
+        return content if isinstance(content, str) else ""
+
+    def embed(self, model: str, texts: Sequence[str], dimensions: int | None = None) -> np.ndarray:
+        """One embedding per text (one request; batch with :meth:`map`)."""
+        body: dict[str, Any] = {"model": model, "input": list(texts)}
+        if dimensions:
+            body["dimensions"] = dimensions
+        reply = self.post("embeddings", body)
+        try:
+            rows = sorted(reply["data"], key=lambda row: row["index"])
+            vectors = np.array([row["embedding"] for row in rows], dtype=np.float64)
+        except (KeyError, TypeError, ValueError):
+            raise self._not_openai("embeddings", "has no data[].embedding list") from None
+        if vectors.ndim != 2 or len(vectors) != len(texts):
+            raise self._not_openai("embeddings", f"has {len(rows)} embeddings for {len(texts)}")
+        return vectors
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``fn`` over ``items`` with at most ``concurrency`` requests in flight, in order.
+
+        The first error stops the work: requests not yet started are cancelled.
+        """
+        items = list(items)
+        if self.concurrency == 1 or len(items) <= 1:
+            return [fn(item) for item in items]
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rag-bench-llm")
+        try:
+            futures = [pool.submit(fn, item) for item in items]
+            return [future.result() for future in futures]
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def tally(self) -> dict[str, int]:
+        """The raw counts behind :meth:`usage`."""
+        with self._lock:
+            return dict(self._counts)
+
+    def absorb(self, counts: dict[str, int]) -> None:
+        """Add counts made by a copy of this client (a task of a Ray run)."""
+        with self._lock:
+            for name, value in counts.items():
+                self._counts[name] = self._counts.get(name, 0) + value
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a copy sent to another process keeps: no connection, lock or module, and no
+        API key (a copy reads it from its own environment), so no secret reaches Ray's object
+        store or its spill files."""
+        state = dict(self.__dict__)
+        for name in ("_client", "_lock", "_httpx", "_key"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._client = None
+        self._lock = threading.Lock()
+        self._httpx = import_backend("httpx", INSTALL, f"the {self.where} calling an HTTP endpoint")
+        self._key = os.environ.get(self.api_key_env, "").strip() or None
+
+    def usage(self) -> dict[str, Any]:
+        """Requests sent (``retries`` extra attempts among them not counted), requests answered
+        from the cache, and the tokens of both; ``cost_usd`` of the tokens actually paid for
+        when prices are set."""
+        with self._lock:
+            counts = dict(self._counts)
+        prompt_price, completion_price = self.prices
+        if prompt_price or completion_price:
+            counts["cost_usd"] = round(
+                counts["prompt_tokens"] / 1000 * prompt_price
+                + counts["completion_tokens"] / 1000 * completion_price,
+                6,
+            )
+        return counts
+
+    # --- one request -----------------------------------------------------------------------
+
+    def post(self, path: str, body: dict) -> dict:
+        """POST ``body`` to ``<base url>/<path>``: from the cache when this exact request was
+        answered before, else over HTTP (with retries), then cached."""
+        url = f"{self.base_url}/{path}"
+        key = digest({"format": CACHE_FORMAT, "endpoint": public_url(url), "body": body})
+        cached = self._cache_read(key)
+        if cached is not None:
+            self._account(cached, cached=True)
+            return cached
+        reply = self._send(url, body)
+        self._account(reply, cached=False)
+        self._cache_write(key, {"endpoint": public_url(url), "request": body, "response": reply})
+        return reply
+
+    def _http(self):
+        with self._lock:
+            if self._client is None:
+                httpx = self._httpx
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(self.timeout),
+                    limits=httpx.Limits(max_connections=self.concurrency),
+                )
+            return self._client
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        return headers
+
+    def _send(self, url: str, body: dict) -> dict:
+        httpx = self._httpx
+        shown = public_url(url)
+        if self._key is None and self.base_url == DEFAULT_BASE_URL:
+            raise EndpointError(
+                f"no API key for {shown} (${self.api_key_env} is not set)",
+                f"set {self.api_key_env}, or point {self.base_url_env} at your own server",
+            )
+        problem = "no attempt"
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                with self._lock:
+                    self._counts["retries"] += 1
+            wait = None
+            try:
+                response = self._http().post(url, json=body, headers=self._headers())
+            except httpx.TimeoutException:
+                problem = f"no reply within {self.timeout:g}s"
+            except httpx.TransportError as error:
+                problem = f"connection failed ({type(error).__name__})"
+            else:
+                status = response.status_code
+                if status < 300:
+                    return self._decode(response, shown)
+                self._raise_for_fatal(response, shown, body)
+                problem = f"HTTP {status}{self._server_message(response)}"
+                wait = _retry_after(response)
+            if attempt == self.max_retries:
+                break
+            if wait is None:
+                wait = self.retry_backoff * 2**attempt * (0.5 + random.random() / 2)
+            time.sleep(min(wait, MAX_BACKOFF_S))
+        raise EndpointError(
+            f"{shown} failed {self.max_retries + 1} time(s), last: {problem}",
+            f"check that the server at ${self.base_url_env} is up, "
+            f"or allow more attempts: --set {self.where}.max_retries=8",
+        )
+
+    def _decode(self, response, shown: str) -> dict:
+        try:
+            reply = response.json()
+        except ValueError:
+            raise self._not_openai_url(shown, "is not JSON") from None
+        if not isinstance(reply, dict):
+            raise self._not_openai_url(shown, "is not a JSON object")
+        return reply
+
+    def _raise_for_fatal(self, response, shown: str, body: dict) -> None:
+        """Errors a retry cannot fix: say what to change."""
+        status = response.status_code
+        if status in (401, 403):
+            raise EndpointError(
+                f"{shown} answered HTTP {status}: the API key is missing or was rejected",
+                f"set {self.api_key_env} to a valid key for ${self.base_url_env}",
+            )
+        if status == 404:
+            raise EndpointError(
+                f"{shown} answered HTTP 404: no such endpoint or model {body.get('model')!r}"
+                f"{self._server_message(response)}",
+                f"check {self.base_url_env} (the base URL usually ends in /v1) "
+                f"and --set {self.where}.model=...",
+            )
+        if status in (408, 409, 425, 429) or status >= 500:
+            return
+        raise EndpointError(
+            f"{shown} rejected the request with HTTP {status}{self._server_message(response)}",
+            f"check the {self.where}'s parameters (model, max_tokens, ...) against the server",
+        )
+
+    def _server_message(self, response) -> str:
+        """The server's own error text, shortened, on one line, with the key redacted."""
+        try:
+            payload = response.json()
+            error = payload.get("error", payload) if isinstance(payload, dict) else payload
+            text = error.get("message", "") if isinstance(error, dict) else str(error)
+        except ValueError:
+            text = response.text
+        text = " ".join(str(text).split())[:200]
+        if self._key:
+            text = text.replace(self._key, "***")
+        return f": {text}" if text else ""
+
+    def _not_openai_url(self, shown: str, what: str) -> EndpointError:
+        return EndpointError(
+            f"the reply of {shown} {what}",
+            f"point {self.base_url_env} at an OpenAI-compatible API (base URL ending in /v1)",
+        )
+
+    def _not_openai(self, path: str, what: str) -> EndpointError:
+        return self._not_openai_url(public_url(f"{self.base_url}/{path}"), what)
+
+    # --- accounting and cache ------------------------------------------------------------
+
+    def _account(self, reply: dict, cached: bool) -> None:
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        prompt = _count(usage.get("prompt_tokens", usage.get("total_tokens")))
+        completion = _count(usage.get("completion_tokens"))
+        with self._lock:
+            if cached:
+                self._counts["cached_requests"] += 1
+                self._counts["cached_prompt_tokens"] += prompt
+                self._counts["cached_completion_tokens"] += completion
+            else:
+                self._counts["requests"] += 1
+                self._counts["prompt_tokens"] += prompt
+                self._counts["completion_tokens"] += completion
+
+    def _cache_path(self, key: str) -> Path:
+        return self.cache_root / key[:2] / f"{key}.json"
+
+    def _cache_read(self, key: str) -> dict | None:
+        if self.cache_root is None:
+            return None
+        try:
+            entry = json.loads(self._cache_path(key).read_text(encoding="utf-8"))
+            return entry["response"] if isinstance(entry.get("response"), dict) else None
+        except (OSError, ValueError, AttributeError):
+            return None  # missing or damaged: ask again
+
+    def _cache_write(self, key: str, entry: dict) -> None:
+        if self.cache_root is None:
+            return
+        path = self._cache_path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, staging = tempfile.mkstemp(prefix=f".{key[:8]}-", dir=path.parent)
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(entry, out, ensure_ascii=False)
+            os.replace(staging, path)
+        except OSError:
+            return  # an unwritable cache only costs money on the next run
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and value >= 0 else 0
+
+
+def _retry_after(response) -> float | None:
+    """Seconds from a ``Retry-After`` header given in seconds (dates are ignored)."""
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def client_from_params(where: str, params: dict[str, Any]) -> LLMClient:
+    """An :class:`LLMClient` from a component's HTTP parameters (see :data:`HTTP_PARAMS`)."""
+    return LLMClient(where=where, **{k: params[k] for k in HTTP_PARAMS})
+
+
+def untrusted(text: str) -> str:
+    """Passage text made safe to put between ``<passage>`` tags: it cannot open or close one."""
+    return UNTRUSTED_TAG.sub(lambda m: "‹" + m.group(1), text)
+
+
+def format_passages(chunks: Sequence[Any]) -> str:
+    """Numbered context passages with their document ids, fenced as untrusted data."""
+    lines = ["<passages>"]
+    for number, chunk in enumerate(chunks, 1):
+        doc_id = untrusted(str(chunk.doc_id)).replace('"', "'")
+        lines.append(f'<passage number="{number}" doc_id="{doc_id}">')
+        if getattr(chunk, "title", ""):
+            lines.append(f"Title: {untrusted(chunk.title)}")
+        lines.append(untrusted(chunk.text))
+        lines.append("</passage>")
+    lines.append("</passages>")
+    return "\n".join(lines)

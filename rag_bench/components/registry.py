@@ -1,0 +1,212 @@
+"""Registries of components and variants, filled from entry points.
+
+Built-in components and variants register through the same entry-point groups a third-party
+package uses (``rag_bench.components`` and ``rag_bench.variants``). An entry point names either
+a spec, a list of specs, or a callable returning such a list. Every list of valid names in an
+error message is read from these registries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import metadata
+from typing import Any
+
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
+
+COMPONENT_GROUP = "rag_bench.components"
+VARIANT_GROUP = "rag_bench.variants"
+
+# A variant fills slots; each slot holds one component of a kind.
+SLOT_KINDS = {
+    "analyzer": "analyzer",
+    "chunker": "chunker",
+    "retriever": "retriever",
+    "encoder": "encoder",
+    "fusion": "fuser",
+    "reranker": "reranker",
+    "generator": "generator",
+    "judge": "judge",
+}
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    """A named, parameterised building block: ``factory(**params)`` makes one."""
+
+    kind: str
+    name: str
+    factory: Callable[..., Any]
+    params: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    requires: str | None = None  # the pip install that provides an optional backend
+    origin: str = "?"
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """A named composition: for each slot, a component name and parameter overrides."""
+
+    name: str
+    slots: dict[str, dict[str, Any]]
+    description: str = ""
+    origin: str = "?"
+
+
+def component(
+    kind: str, name: str, *, description: str = "", requires: str | None = None, **params
+):
+    """Class decorator attaching a :class:`ComponentSpec` (defaults = ``params``) as ``.spec``."""
+
+    def attach(cls):
+        cls.spec = ComponentSpec(
+            kind,
+            name,
+            cls,
+            dict(params),
+            description or (cls.__doc__ or "").strip().split("\n")[0],
+            requires,
+        )
+        return cls
+
+    return attach
+
+
+def _entries(group: str) -> Iterable[tuple[Any, str]]:
+    for entry in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
+        origin = entry.dist.name if entry.dist is not None else entry.name
+        loaded = entry.load()
+        items = loaded() if callable(loaded) and not hasattr(loaded, "spec") else loaded
+        if not isinstance(items, (list, tuple)):
+            items = [items]
+        for item in items:
+            yield getattr(item, "spec", item), origin
+
+
+@dataclass
+class Registry:
+    components: dict[tuple[str, str], ComponentSpec]
+    variants: dict[str, VariantSpec]
+
+    def add_component(self, spec: ComponentSpec, origin: str) -> None:
+        self.components[(spec.kind, spec.name)] = replace(spec, origin=origin)
+
+    def add_variant(self, spec: VariantSpec, origin: str) -> None:
+        self.variants[spec.name] = replace(spec, origin=origin)
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(name for k, name in self.components if k == kind)
+
+    def component(self, kind: str, name: str) -> ComponentSpec:
+        spec = self.components.get((kind, name))
+        if spec is None:
+            raise UnknownNameError(kind, name, self.names(kind))
+        return spec
+
+    def variant(self, name: str) -> VariantSpec:
+        if name not in self.variants:
+            raise UnknownNameError("variant", name, list(self.variants))
+        return self.variants[name]
+
+
+@cache
+def registry() -> Registry:
+    """All components and variants from installed packages, built-ins included."""
+    found = Registry({}, {})
+    for spec, origin in _entries(COMPONENT_GROUP):
+        found.add_component(spec, origin)
+    for spec, origin in _entries(VARIANT_GROUP):
+        found.add_variant(spec, origin)
+    return found
+
+
+# --- resolving a variant's parameters ----------------------------------------------------
+
+
+def _coerce(value: Any, default: Any, where: str) -> Any:
+    """Give an override the type of the parameter's default."""
+    if default is None or isinstance(value, type(default)):
+        return value
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+                return value.lower() in ("true", "1", "yes")
+            raise ValueError
+        if isinstance(default, (int, float)) and not isinstance(value, bool):
+            return type(default)(value)
+        if isinstance(default, str):
+            return str(value)
+        if isinstance(default, (list, tuple)) and isinstance(value, str):
+            return type(default)(v.strip() for v in value.split(","))
+    except (TypeError, ValueError):
+        pass
+    raise UsageError(
+        f"{where}={value!r} is not a {type(default).__name__}",
+        f"give {where} a value like {default!r}",
+    )
+
+
+def parse_override(text: str) -> tuple[str, str, Any]:
+    """``slot.param=value`` → (slot, param, value); the value is read as JSON when it parses."""
+    key, sep, raw = text.partition("=")
+    slot, dot, param = key.strip().partition(".")
+    if not sep or not dot or not slot or not param:
+        raise UsageError(f"--set {text!r} is not slot.param=value", "e.g. --set retriever.k1=1.2")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return slot, param, value
+
+
+# Slots every pipeline has; a variant that leaves one out gets the default component.
+DEFAULT_SLOTS = {"analyzer": {"name": "auto"}, "judge": {"name": "lexical"}}
+
+
+def resolve(
+    variant: VariantSpec, overrides: Iterable[str] = (), reg: Registry | None = None
+) -> dict[str, dict[str, Any]]:
+    """The variant's slots with every parameter filled in: defaults < variant < ``--set``."""
+    reg = reg or registry()
+    wanted = {slot: dict(config) for slot, config in {**DEFAULT_SLOTS, **variant.slots}.items()}
+    parsed = [parse_override(text) for text in overrides]
+    # a component switch (slot.name=…) applies first, so the order of --set options is free
+    for slot, param, value in sorted(parsed, key=lambda o: o[1] != "name"):
+        if slot not in wanted:
+            raise UnknownNameError(f"slot of variant {variant.name!r}", slot, list(wanted))
+        if param == "name":
+            # A new component starts from its own defaults, keeping only explicit overrides.
+            wanted[slot] = {"name": str(value)}
+        else:
+            wanted[slot][param] = value
+    resolved = {}
+    for slot, config in wanted.items():
+        kind = SLOT_KINDS.get(slot)
+        if kind is None:
+            raise RagBenchError(
+                f"variant {variant.name!r} uses unknown slot {slot!r}",
+                f"slots are: {', '.join(SLOT_KINDS)}",
+            )
+        spec = reg.component(kind, str(config["name"]))
+        params = dict(spec.params)
+        for param, value in config.items():
+            if param == "name":
+                continue
+            if param not in spec.params:
+                raise UnknownNameError(
+                    f"parameter of {kind} {spec.name!r}", param, list(spec.params)
+                )
+            params[param] = _coerce(value, spec.params[param], f"{slot}.{param}")
+        resolved[slot] = {"name": spec.name, **params}
+    return resolved
+
+
+def build(slot: str, config: dict[str, Any], reg: Registry | None = None) -> Any:
+    """Instantiate the component a resolved slot names."""
+    reg = reg or registry()
+    spec = reg.component(SLOT_KINDS[slot], config["name"])
+    params = {k: v for k, v in config.items() if k != "name"}
+    return spec.factory(**params)

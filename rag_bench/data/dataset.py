@@ -1,0 +1,197 @@
+"""Datasets in the BEIR layout, with rag-bench's optional extras.
+
+A dataset folder holds ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``, so public
+BEIR sets load unchanged; ``answers.jsonl`` (recorded answers with claim labels) and a
+``README.md`` dataset card are optional. Loading validates everything and reports the first
+problem as one line naming the file, the line and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag_bench.data.answers import RecordedAnswer, load_answers
+from rag_bench.data.qrels import Qrels, load_qrels
+from rag_bench.errors import DataError
+from rag_bench.io.jsonl import field as get
+from rag_bench.io.jsonl import read_jsonl
+from rag_bench.model import UNCATEGORIZED, Doc, Query
+
+KNOWN_CATEGORIES = ("literal", "paraphrase", "multi-hop", "unanswerable")
+
+
+@dataclass
+class Dataset:
+    name: str
+    path: Path
+    docs: dict[str, Doc]
+    queries: dict[str, Query]
+    qrels: Qrels
+    answers: dict[str, RecordedAnswer]
+    sha256: str
+    warnings: list[str] = field(default_factory=list)
+
+    def categories(self) -> list[str]:
+        return sorted({q.category for q in self.queries.values()})
+
+
+def load_corpus(path: Path) -> dict[str, Doc]:
+    docs: dict[str, Doc] = {}
+    lines: dict[str, int] = {}
+    for line, record in read_jsonl(path, "corpus"):
+        doc_id = get(record, "_id", str, path, line, required=True)
+        if not doc_id.strip():
+            raise DataError(
+                path, "empty document id", 'give every document a non-empty "_id"', line
+            )
+        if doc_id in docs:
+            raise DataError(
+                path,
+                f"document id {doc_id!r} appears twice (first on line {lines[doc_id]})",
+                'give every document a unique "_id"',
+                line,
+            )
+        title = get(record, "title", str, path, line, default="")
+        text = get(record, "text", str, path, line, required=True)
+        if not (title.strip() or text.strip()):
+            raise DataError(path, f"document {doc_id!r} has no text", 'fill in "text"', line)
+        metadata = get(record, "metadata", dict, path, line, default={})
+        docs[doc_id] = Doc(doc_id, title, text, metadata)
+        lines[doc_id] = line
+    if not docs:
+        raise DataError(path, "the corpus has no documents", "add one JSON object per document")
+    return docs
+
+
+def _query(record: dict, path: Path, line: int) -> Query:
+    query_id = get(record, "_id", str, path, line, required=True)
+    text = get(record, "text", str, path, line, required=True)
+    if not query_id.strip():
+        raise DataError(path, "empty query id", 'give every query a non-empty "_id"', line)
+    if not text.strip():
+        raise DataError(path, f"query {query_id!r} has an empty text", 'fill in "text"', line)
+    tags = get(record, "tags", list, path, line, default=[])
+    if not all(isinstance(t, str) for t in tags):
+        raise DataError(path, '"tags" must be a list of strings', 'e.g. "tags": ["smoke"]', line)
+    return Query(
+        id=query_id,
+        text=text,
+        category=get(record, "category", str, path, line, default=UNCATEGORIZED) or UNCATEGORIZED,
+        tags=tuple(tags),
+        answer=get(record, "answer", str, path, line),
+        should_refuse=get(record, "should_refuse", bool, path, line, default=False),
+    )
+
+
+def load_queries(path: Path) -> tuple[dict[str, Query], dict[str, int]]:
+    """Queries by id, and the line each was read from."""
+    queries: dict[str, Query] = {}
+    lines: dict[str, int] = {}
+    for line, record in read_jsonl(path, "queries"):
+        query = _query(record, path, line)
+        if query.id in queries:
+            raise DataError(
+                path,
+                f"query id {query.id!r} appears twice (first on line {lines[query.id]})",
+                'give every query a unique "_id"',
+                line,
+            )
+        queries[query.id] = query
+        lines[query.id] = line
+    if not queries:
+        raise DataError(path, "there are no queries", "add one JSON object per query")
+    return queries, lines
+
+
+def _qrels_path(folder: Path, split: str) -> Path:
+    path = folder / "qrels" / f"{split}.tsv"
+    if path.is_file():
+        return path
+    available = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
+    hint = f"use --split {' or '.join(available)}" if available else "add qrels/test.tsv"
+    raise DataError(path, f"no qrels for split {split!r}", hint)
+
+
+def _line_of(path: Path, value: str) -> int | None:
+    """The first line of ``path`` whose whitespace-separated fields include ``value``."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if value in line.split():
+                return number
+    return None
+
+
+def _check_qrels(qrels: Qrels, path: Path, docs: dict, queries: dict) -> None:
+    # Unknown ids are errors, not warnings: a misspelt id silently changes every
+    # recall denominator, which is exactly what an evaluation must not do.
+    for column, known, kind, source in (
+        ("query_id", queries, "query", "queries.jsonl"),
+        ("doc_id", docs, "document", "corpus.jsonl"),
+    ):
+        ids = qrels.frame[column].cat.categories.astype(str)
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise DataError(
+                path,
+                f"{kind} id {unknown[0]!r} is not in {source}"
+                + (f" ({len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""),
+                f"correct the id or add the {kind} to {source}",
+                _line_of(path, unknown[0]),
+            )
+
+
+def _category_warnings(queries: dict[str, Query], path: Path, lines: dict[str, int]) -> list[str]:
+    warnings = []
+    for query in queries.values():
+        if query.category in KNOWN_CATEGORIES or query.category == UNCATEGORIZED:
+            continue
+        close = difflib.get_close_matches(query.category, KNOWN_CATEGORIES, n=1, cutoff=0.75)
+        if close:
+            warnings.append(
+                f"{path}:{lines[query.id]}: category {query.category!r} looks like a typo of "
+                f"{close[0]!r} (known categories: {', '.join(KNOWN_CATEGORIES)})"
+            )
+    return warnings
+
+
+def _digest(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode())
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def load_dataset(path: str | Path, split: str = "test") -> Dataset:
+    """Load and validate a dataset folder; the evaluated queries are those of ``split``'s qrels
+    plus every ``should_refuse`` query (which has no relevant document by definition)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise DataError(folder, "no such dataset folder", "give the folder holding corpus.jsonl")
+    docs = load_corpus(folder / "corpus.jsonl")
+    queries_path = folder / "queries.jsonl"
+    all_queries, lines = load_queries(queries_path)
+    qrels_path = _qrels_path(folder, split)
+    qrels = load_qrels(qrels_path)
+    _check_qrels(qrels, qrels_path, docs, all_queries)
+    judged = set(qrels.frame["query_id"].cat.categories.astype(str))
+    queries = {q: v for q, v in all_queries.items() if q in judged or v.should_refuse}
+    answers_path = folder / "answers.jsonl"
+    answers = load_answers(answers_path, docs, queries) if answers_path.is_file() else {}
+    hashed = [folder / "corpus.jsonl", queries_path, qrels_path]
+    hashed += [answers_path] if answers_path.is_file() else []
+    return Dataset(
+        name=folder.resolve().name,
+        path=folder,
+        docs=docs,
+        queries=queries,
+        qrels=qrels,
+        answers=answers,
+        sha256=_digest(hashed),
+        warnings=_category_warnings(queries, queries_path, lines),
+    )

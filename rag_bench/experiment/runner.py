@@ -1,0 +1,565 @@
+"""Running one variant over one dataset: index, retrieve, answer, evaluate, store the traces.
+
+A run survives interruption. Its id is reserved before any work; while it runs, every block of
+answered (generated and judged) queries is checkpointed in ``runs/.partial-<run_id>/`` and
+every finished index (and every block of embeddings) in the cache. Ctrl-C, ``kill``, a full
+disk or an endpoint that gives up leave no visible run, and :func:`resume_run` (``rag-bench run
+--resume RUN_ID``) continues from the checkpoint: it rebuilds the cheap deterministic stages,
+reuses every checkpointed answer whose ranking is unchanged and computes only the rest, so the
+stored traces equal those of an uninterrupted run. Resuming requires the same variant,
+parameters, dataset (by hash), cutoffs, depth and selection.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rag_bench import __version__
+from rag_bench.components.registry import registry, resolve
+from rag_bench.data.dataset import Dataset, load_dataset
+from rag_bench.errors import DataError, RagBenchError, UsageError
+from rag_bench.experiment.provenance import git_commit, package_versions
+from rag_bench.experiment.traces import build_traces
+from rag_bench.io.cache import Cache, default_cache_dir
+from rag_bench.model import Query
+from rag_bench.pipeline.compose import IndexReport, Pipeline
+from rag_bench.pipeline.executors import Executor, LocalExecutor
+from rag_bench.runs.store import (
+    SCHEMA_VERSION,
+    Checkpoint,
+    WriteError,
+    acquire_run_id,
+    default_runs_dir,
+    is_stored,
+    release_run_id,
+    reserve_run_id,
+    runs_folder,
+    write_run,
+)
+
+DEFAULT_KS = (1, 3, 5, 10, 20, 100)
+SHIPPED_DATASET = Path(__file__).resolve().parent.parent / "data" / "shipped" / "kestrel-kb"
+
+
+@dataclass
+class RunResult:
+    """A stored run: its id, folder, manifest and trace tables as DataFrames."""
+
+    run_id: str
+    path: Path
+    manifest: dict
+    tables: dict[str, pd.DataFrame] = field(repr=False)
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        return self.tables["metrics"]
+
+    @property
+    def queries(self) -> pd.DataFrame:
+        return self.tables["queries"]
+
+    def summary(self, metrics: Sequence[str], by: str = "category") -> pd.DataFrame:
+        """Mean of each metric per slice (defined values only) plus an ``all`` row, with n."""
+        from rag_bench.evaluation.summary import slice_means
+
+        return slice_means(self.metrics, metrics, by)
+
+
+@dataclass(frozen=True)
+class Selection:
+    tag: str | None = None
+    sample: int | None = None
+    seed: int = 0
+
+    def apply(self, queries: dict[str, Query]) -> list[str]:
+        ids = list(queries)
+        if self.tag:
+            ids = [q for q in ids if self.tag in queries[q].tags]
+            if not ids:
+                known = sorted({t for q in queries.values() for t in q.tags})
+                raise UsageError(
+                    f"no query carries the tag {self.tag!r}",
+                    f"use one of: {', '.join(known) or '(none)'}",
+                )
+        if self.sample is not None:
+            if self.sample < 1:
+                raise UsageError(f"--sample {self.sample} is below 1", "sample at least one query")
+            if self.sample < len(ids):
+                rng = np.random.default_rng(self.seed)
+                keep = set(rng.choice(len(ids), size=self.sample, replace=False).tolist())
+                ids = [q for i, q in enumerate(ids) if i in keep]
+        return ids
+
+
+def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
+    ks = tuple(sorted(set(int(k) for k in ks)))
+    if not ks or ks[0] < 1:
+        raise UsageError(
+            f"--k {','.join(map(str, ks))} has a cutoff below 1", "use cutoffs like 1,3,5,10"
+        )
+    return ks
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or ``kill``) during a run, with what was kept: nothing, a resumable checkpoint of
+    ``checkpointed`` of ``total`` queries, or (when it came too late) the stored run."""
+
+    def __init__(self, run_id: str, runs_dir: Path, checkpointed: int, total: int, stored: bool):
+        super().__init__(run_id)
+        self.run_id, self.runs_dir = run_id, runs_dir
+        self.checkpointed, self.total, self.stored = checkpointed, total, stored
+
+    def message(self) -> str:
+        if self.stored:
+            return f"interrupted after run {self.run_id} was stored"
+        if self.checkpointed:
+            return (
+                f"interrupted; run {self.run_id} not stored, {self.checkpointed} of "
+                f"{self.total} queries checkpointed; resume with: "
+                f"{resume_command(self.run_id, self.runs_dir)}"
+            )
+        return "interrupted; nothing stored"
+
+
+def resume_command(run_id: str, runs_dir: Path) -> str:
+    command = f"rag-bench run --resume {run_id}"
+    if runs_folder(runs_dir) != default_runs_dir():
+        command += f" --runs-dir {shlex.quote(str(runs_dir))}"
+    return command
+
+
+def interruption_message(error: KeyboardInterrupt, stored: Sequence[RunResult] = ()) -> str:
+    """The one line the CLI prints when a run command is interrupted."""
+    if isinstance(error, RunInterrupted):
+        text = error.message()
+    else:
+        text = "interrupted; nothing more stored" if stored else "interrupted; nothing stored"
+    if stored:
+        text += "; stored before: " + ", ".join(r.run_id for r in stored)
+    return text
+
+
+@contextmanager
+def interruptible(received: list[int] | None = None) -> Iterator[list[int]]:
+    """Within the block, SIGTERM (a plain ``kill``) interrupts like Ctrl-C, so the run cleans up
+    and reports the same way. The signal numbers go to ``received`` (yielded); the exit status
+    to use is :func:`interrupted_status`."""
+    received = [] if received is None else received
+
+    def on_signal(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_signal)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    try:
+        yield received
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_status(received: Sequence[int]) -> int:
+    """The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for ``kill``)."""
+    return 128 + (received[0] if received else signal.SIGINT)
+
+
+def run_variant(
+    variant: str,
+    dataset: Dataset | str | Path | None = None,
+    *,
+    overrides: Sequence[str] = (),
+    ks: Sequence[int] = DEFAULT_KS,
+    depth: int = 100,
+    selection: Selection = Selection(),
+    runs_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    progress: Callable[[Iterable], Iterable] | None = None,
+    executor: Executor | None = None,
+) -> RunResult:
+    """Run ``variant`` over ``dataset``, store the traces under ``runs_dir`` and return them.
+
+    The per-query work (and embedding the corpus with a stateless encoder) goes through
+    ``executor`` (default: this process, one block at a time); the traces are the same
+    whatever the executor.
+
+    Raises :class:`RunInterrupted` on Ctrl-C: nothing is stored, and the answered queries stay
+    checkpointed for :func:`resume_run`.
+    """
+    started = time.perf_counter()
+    created = datetime.now(timezone.utc)
+    ks = _check_ks(ks)
+    _check_depth(depth, ks)
+    spec = registry().variant(variant)
+    resolved = resolve(spec, overrides)
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or SHIPPED_DATASET)
+    pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
+    chosen = selection.apply(data.queries)
+    runs_path = runs_folder(runs_dir)
+    run_id = reserve_run_id(runs_path, variant, created)
+    header = {
+        "format": 1,
+        "variant": spec.name,
+        "params": _plain(resolved),
+        "overrides": list(overrides),
+        "dataset": {
+            "name": data.name,
+            "path": str(Path(data.path).resolve()),
+            "sha256": data.sha256,
+            "split": _split_of(data),
+        },
+        "ks": list(ks),
+        "depth": depth,
+        "selection": {"tag": selection.tag, "sample": selection.sample, "seed": selection.seed},
+        "created_at": created.isoformat(timespec="microseconds"),
+        "rag_bench_version": __version__,
+    }
+    return _execute(
+        _Plan(run_id, runs_path, spec, resolved, data, ks, depth, selection, created, header),
+        pipeline,
+        chosen,
+        started,
+        progress,
+        prior=None,
+        executor=executor,
+    )
+
+
+def resume_run(
+    ref: str,
+    *,
+    runs_dir: str | Path | None = None,
+    variant: str | None = None,
+    dataset: Dataset | str | Path | None = None,
+    split: str | None = None,
+    overrides: Sequence[str] | None = None,
+    ks: Sequence[int] | None = None,
+    depth: int | None = None,
+    selection: Selection | None = None,
+    cache_dir: str | Path | None = None,
+    progress: Callable[[Iterable], Iterable] | None = None,
+    executor: Executor | None = None,
+) -> RunResult:
+    """Finish an interrupted run from its checkpoint (``ref``: run id, unique prefix, or the
+    ``.partial-<run_id>`` folder) and store it under its original id.
+
+    Every argument left as None is taken from the checkpoint; one that is given must agree with
+    it, as must the dataset's content hash; a mismatch is a one-line error. Only queries
+    without a checkpointed answer are generated and judged.
+    """
+    started = time.perf_counter()
+    runs_path = runs_folder(runs_dir)
+    found = Checkpoint.find(runs_path, ref)
+    runs_path, run_id = found.runs_dir, found.run_id
+    acquire_run_id(runs_path, run_id)
+    try:
+        checkpoint = Checkpoint.open(found.folder)  # re-read now that nobody else writes it
+        if is_stored(runs_path, run_id):
+            checkpoint.remove()
+            raise RagBenchError(
+                f"run {run_id} is complete: there is nothing to resume",
+                f"see it with `rag-bench show {run_id}`",
+            )
+        header = checkpoint.header
+        if variant is not None and variant != header["variant"]:
+            raise _mismatch(run_id, "--variant", header["variant"], variant)
+        spec = registry().variant(header["variant"])
+        resolved = resolve(spec, header.get("overrides", []) if overrides is None else overrides)
+        _check_params(run_id, header["params"], _plain(resolved))
+        if ks is not None and list(_check_ks(ks)) != header["ks"]:
+            raise _mismatch(run_id, "--k", _joined(header["ks"]), _joined(_check_ks(ks)))
+        if depth is not None and depth != header["depth"]:
+            raise _mismatch(run_id, "--depth", header["depth"], depth)
+        wanted = Selection(**header["selection"])
+        if selection is not None and selection != wanted:
+            raise _mismatch(run_id, "the query selection", _shown(wanted), _shown(selection))
+        data = _resume_dataset(run_id, header, dataset, split)
+        pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
+        chosen = wanted.apply(data.queries)
+        created = datetime.fromisoformat(header["created_at"])
+        ks_ = tuple(header["ks"])
+        plan = _Plan(
+            run_id, runs_path, spec, resolved, data, ks_, header["depth"], wanted, created, header
+        )
+    except BaseException:
+        release_run_id(runs_path, run_id)
+        raise
+    return _execute(plan, pipeline, chosen, started, progress, checkpoint, executor)
+
+
+@dataclass
+class _Plan:
+    run_id: str
+    runs_dir: Path
+    spec: Any
+    resolved: dict
+    data: Dataset
+    ks: tuple[int, ...]
+    depth: int
+    selection: Selection
+    created: datetime
+    header: dict
+
+
+class _Saver:
+    """The pipeline's checkpoint: saves each block with the time and usage so far (added to
+    what earlier, interrupted sessions of the run spent)."""
+
+    def __init__(self, checkpoint: Checkpoint, pipeline: Pipeline, started: float):
+        self.checkpoint, self.pipeline, self.started = checkpoint, pipeline, started
+        self.before = dict(checkpoint.progress)
+        self.reused = 0
+
+    def lookup(self, query_id: str, key: str) -> dict | None:
+        found = self.checkpoint.lookup(query_id, key)
+        self.reused += found is not None
+        return found
+
+    def save(self, records: list[dict]) -> None:
+        self.checkpoint.save(records, {"elapsed_s": self.elapsed(), "usage": self.usage()})
+
+    def elapsed(self) -> float:
+        return round(self.before.get("elapsed_s", 0.0) + time.perf_counter() - self.started, 3)
+
+    def usage(self) -> dict:
+        return merge_usage(self.before.get("usage", {}), self.pipeline.usage())
+
+
+def merge_usage(before: dict, now: dict) -> dict:
+    """Usage of two sessions of one run: counts and costs added, other fields from ``now``."""
+    merged = {}
+    for slot in {**before, **now}:
+        a, b = before.get(slot, {}), now.get(slot, {})
+        entry = {**a, **b}
+        for key in set(a) & set(b):
+            x, y = a[key], b[key]
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
+                entry[key] = round(x + y, 6) if isinstance(x + y, float) else x + y
+        merged[slot] = entry
+    return merged
+
+
+def _execute(
+    plan: _Plan,
+    pipeline: Pipeline,
+    chosen: list[str],
+    started: float,
+    progress,
+    prior: Checkpoint | None,
+    executor: Executor | None = None,
+) -> RunResult:
+    """Index, answer (checkpointed), evaluate and store one run whose id this process holds."""
+    run_id, runs_path, data = plan.run_id, plan.runs_dir, plan.data
+    checkpoint, path, total, resumable = prior, None, len(chosen), True
+    executor = executor or LocalExecutor()
+    try:
+        report = pipeline.index(data, executor)
+        query_ids = pipeline.select_queries(chosen)
+        if not query_ids:
+            raise UsageError(
+                f"variant {plan.spec.name!r} has no query to run on {data.name}",
+                "check --tag and the dataset",
+            )
+        total = len(query_ids)
+        if prior is not None and prior.header.get("query_ids") != query_ids:
+            resumable = False
+            raise UsageError(
+                f"the queries of run {run_id} are not those it started with",
+                "start a new run without --resume",
+            )
+        queries = [data.queries[q] for q in query_ids]
+        if checkpoint is None:
+            checkpoint = Checkpoint.create(
+                runs_path, run_id, {**plan.header, "query_ids": query_ids}
+            )
+        saver = _Saver(checkpoint, pipeline, started)
+        results = pipeline.answer(queries, plan.depth, progress, saver, executor)
+        tables = build_traces(
+            run_id,
+            data,
+            queries,
+            results,
+            pipeline.chunks,
+            plan.ks,
+            pipeline.analyzer,
+            plan.resolved["judge"]["name"],
+        )
+        manifest = _manifest(
+            run_id,
+            plan.spec,
+            plan.resolved,
+            data,
+            queries,
+            plan.ks,
+            plan.depth,
+            plan.selection,
+            report,
+            plan.created,
+            started,
+        )
+        manifest["executor"] = executor.describe()
+        manifest["usage"] = saver.usage()
+        manifest["duration_s"] = saver.elapsed()
+        if prior is not None:
+            manifest["resumed"] = {
+                "at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+                "queries_from_checkpoint": saver.reused,
+            }
+        path = write_run(runs_path, run_id, manifest, tables)
+    except KeyboardInterrupt:
+        stored = is_stored(runs_path, run_id)
+        kept = len(checkpoint) if checkpoint is not None else 0
+        raise RunInterrupted(run_id, runs_path, kept, total, stored) from None
+    except RagBenchError as error:
+        stored = is_stored(runs_path, run_id)
+        if resumable and checkpoint is not None and len(checkpoint) and not stored:
+            error.hint = _resume_hint(error, checkpoint, total)
+        raise
+    finally:
+        if checkpoint is not None and (
+            path is not None or is_stored(runs_path, run_id) or not len(checkpoint)
+        ):
+            checkpoint.remove()
+        release_run_id(runs_path, run_id)
+    return RunResult(run_id, path, manifest, tables)
+
+
+def _resume_hint(error: RagBenchError, checkpoint: Checkpoint, total: int) -> str:
+    command = f"`{resume_command(checkpoint.run_id, checkpoint.runs_dir)}`"
+    kept = f"{len(checkpoint)} of {total} queries are checkpointed"
+    if isinstance(error, WriteError):
+        first = "free disk space" if error.disk_full else f"make {checkpoint.runs_dir} writable"
+        return f"{first}, then resume with {command} ({kept})"
+    return f"{error.hint or 'fix the cause'}; then resume with {command} ({kept})"
+
+
+def _check_depth(depth: int, ks: Sequence[int]) -> None:
+    if depth < max(ks):
+        raise UsageError(
+            f"--depth {depth} is below the largest cutoff {max(ks)}",
+            f"use --depth {max(ks)} or more",
+        )
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as it comes back from JSON (tuples become lists)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _split_of(data: Dataset) -> str | None:
+    source = Path(str(data.qrels.source))
+    return source.stem if source.parent.name == "qrels" else None
+
+
+def _joined(values) -> str:
+    return ",".join(map(str, values))
+
+
+def _shown(selection: Selection) -> str:
+    parts = [f"--tag {selection.tag}"] if selection.tag else []
+    if selection.sample is not None:
+        parts.append(f"--sample {selection.sample} --seed {selection.seed}")
+    return " ".join(parts) or "all queries"
+
+
+def _mismatch(run_id: str, what: str, then: Any, now: Any) -> UsageError:
+    return UsageError(
+        f"run {run_id} was started with {what} {then}, not {now}",
+        "resume with the same options (or none), or start a new run without --resume",
+    )
+
+
+def _check_params(run_id: str, then: dict, now: dict) -> None:
+    """The first parameter that differs from the interrupted run's, as a one-line error."""
+    for slot in sorted({*then, *now}):
+        a, b = then.get(slot) or {}, now.get(slot) or {}
+        for param in sorted({*a, *b}, key=lambda p: (p != "name", p)):  # a switch first
+            if a.get(param) != b.get(param):
+                raise UsageError(
+                    f"run {run_id} was started with {slot}.{param}={json.dumps(a.get(param))}, "
+                    f"not {json.dumps(b.get(param))}",
+                    "resume with the same --set options (or none), "
+                    "or start a new run without --resume",
+                )
+
+
+def _resume_dataset(run_id: str, header: dict, dataset, split: str | None) -> Dataset:
+    recorded = header["dataset"]
+    if isinstance(dataset, Dataset):
+        data = dataset
+    else:
+        path = Path(dataset) if dataset is not None else Path(recorded["path"])
+        if dataset is None and not path.is_dir():
+            raise DataError(
+                path,
+                f"the dataset run {run_id} started on is no longer here",
+                "pass --dataset with the same data",
+            )
+        data = load_dataset(path, split=split or recorded.get("split") or "test")
+    if data.sha256 != recorded["sha256"]:
+        raise UsageError(
+            f"dataset {data.path} is not the data run {run_id} started on "
+            f"(sha256 {data.sha256[:12]}…, was {recorded['sha256'][:12]}…)",
+            "resume with the same data (and --split), or start a new run without --resume",
+        )
+    return data
+
+
+def _manifest(
+    run_id,
+    spec,
+    resolved,
+    data: Dataset,
+    queries,
+    ks,
+    depth,
+    selection,
+    report: IndexReport,
+    created,
+    started,
+) -> dict:
+    return {
+        "run_id": run_id,
+        "schema_version": SCHEMA_VERSION,
+        "variant": spec.name,
+        "variant_origin": spec.origin,
+        "params": resolved,
+        "dataset": {
+            "name": data.name,
+            "path": str(data.path),
+            "sha256": data.sha256,
+            "n_docs": len(data.docs),
+            "n_queries": len(queries),
+        },
+        "selection": {
+            "tag": selection.tag,
+            "sample": selection.sample,
+            "seed": selection.seed,
+            "query_ids": [q.id for q in queries],
+        },
+        "ks": list(ks),
+        "depth": depth,
+        "judge": resolved.get("judge"),
+        "generator": resolved.get("generator"),
+        "index": {"n_chunks": report.n_chunks, "seconds": report.seconds, "cached": report.cached},
+        "created_at": created.isoformat(timespec="microseconds"),
+        "duration_s": round(time.perf_counter() - started, 3),
+        "status": "complete",
+        "rag_bench_version": __version__,
+        "packages": package_versions(),
+        "git_commit": git_commit(),
+    }

@@ -1,0 +1,449 @@
+"""Reading whitespace-delimited record files (TREC runs, TREC and BEIR qrels).
+
+The fast path hands the file to pyarrow's multi-threaded CSV reader and checks the result with
+vectorised tests. Whenever anything is off (a parse error, a bad value, a duplicate) the file is
+read again line by line, which finds the first offending line and reports it by number. The slow
+path is also what accepts irregular whitespace (several spaces, mixed tabs), as trec_eval does.
+
+Identifiers come in two kinds. :data:`ID` columns (query ids, qrels' document ids) become pandas
+Categoricals. :data:`TEXT_ID` columns (a run's document ids: millions of rows, about as many
+distinct values) stay Arrow-backed strings, because building a dictionary over them costs more than
+everything else put together. Where rows must be matched on such ids they are compared through
+64-bit :func:`id_hashes`: equal ids always have equal hashes, and the rare unequal ids with equal
+hashes are told apart by whoever uses them (the slow path here, a string comparison elsewhere).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from math import isfinite
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rag_bench.errors import DataError
+from rag_bench.io.textfile import text_lines
+
+ID = "id"  # a string identifier, kept as a pandas Categorical
+TEXT_ID = "text id"  # a string identifier with about as many values as rows, kept as strings
+SCORE = "score"  # a finite float
+GRADE = "grade"  # a non-negative integer
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    position: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class RecordFormat:
+    """What one line holds: ``n_fields`` whitespace-separated values, some of them kept."""
+
+    what: str  # "TREC run", "TREC qrels", ...
+    n_fields: int
+    fields: tuple[Field, ...]
+    unique: tuple[str, ...]  # names of the fields that together must be unique
+    layout_hint: str  # how a correct line looks, for error messages
+    header: bool = False
+
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+
+def read_records(path: str | Path, fmt: RecordFormat) -> pd.DataFrame:
+    """Read ``path`` as records of ``fmt``; raise :class:`DataError` naming the bad line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, f"no such {fmt.what} file", "check the path")
+    if path.stat().st_size == 0:
+        raise DataError(path, f"the {fmt.what} file is empty", f"each line is: {fmt.layout_hint}")
+    frame = _read_fast(path, fmt)
+    if frame is None or not _valid(frame, fmt):
+        frame = _read_slow(path, fmt)
+    if frame.empty:
+        raise DataError(
+            path, f"the {fmt.what} file has no records", f"each line is: {fmt.layout_hint}"
+        )
+    return frame
+
+
+def _delimiter(path: Path) -> str | None:
+    """The single-character delimiter of the first record line, if the line is regular."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            line = raw.rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf")
+            if line.strip():
+                if b"\t" in line and b" " not in line:
+                    return "\t"
+                if b" " in line and b"\t" not in line:
+                    return " "
+                return None
+    return None
+
+
+def _read_fast(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    delimiter = _delimiter(path)
+    if delimiter is None:
+        return None
+    names = [f"f{i}" for i in range(fmt.n_fields)]
+    for field in fmt.fields:
+        names[field.position] = field.name
+    # large_string: what pandas' Arrow-backed strings hold, so they take the column without a copy
+    arrow_types = {
+        ID: pa.string(),
+        TEXT_ID: pa.large_string(),
+        SCORE: pa.float64(),
+        GRADE: pa.int64(),
+    }
+    try:
+        table = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(
+                column_names=names, skip_rows=1 if fmt.header else 0, block_size=1 << 22
+            ),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=fmt.field_names(),
+                column_types={f.name: arrow_types[f.kind] for f in fmt.fields},
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if table.num_rows == 0:
+        return None
+    columns = in_parallel([partial(_column, table[f.name], f.kind) for f in fmt.fields])
+    return pd.DataFrame(dict(zip(fmt.field_names(), columns)), copy=False)
+
+
+def _column(column, kind: str):
+    """An Arrow column as numpy, a Categorical (ids) or pandas strings (text ids, hashed now
+    for the duplicate check, while the other columns are converted)."""
+    if kind == ID:
+        return _categorical(column)
+    if kind == TEXT_ID:
+        ids = pd.array(column, dtype="str")
+        IdColumn.of(pd.Series(ids, copy=False)).hashes()
+        return ids
+    return column.to_numpy()
+
+
+def in_parallel(calls: Sequence[Callable[[], object]]) -> list:
+    """The results of independent calls, run on two threads: numpy and Arrow release the GIL in
+    their loops, so two cores work at once."""
+    if len(calls) < 2:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda call: call(), calls))
+
+
+def _categorical(column) -> pd.Categorical:
+    """Ids as a Categorical with one dictionary over all blocks.
+
+    Equal ids mostly come in runs (the lines of one query), so only the first id of each run is
+    looked up in the dictionary; the codes of the others repeat it.
+    """
+    import pyarrow.compute as pc
+
+    n = len(column)
+    changes = pc.not_equal(column[1:], column[:-1]).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.concatenate(([True], changes)))
+    if len(starts) > n // 2:  # ids do not come in runs: encode them all
+        encoded = pc.dictionary_encode(column.combine_chunks())
+        codes = encoded.indices.to_numpy()
+    else:
+        encoded = pc.dictionary_encode(take(column, starts))
+        run_codes = encoded.indices.to_numpy().astype(_code_type(len(encoded.dictionary)))
+        codes = np.repeat(run_codes, np.diff(np.append(starts, n)))
+    categories = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+
+def _code_type(n_categories: int) -> np.dtype:
+    """The narrowest codes pandas keeps for so many categories (so it does not convert them)."""
+    return np.min_scalar_type(-n_categories - 1)
+
+
+# --- identifier columns as Arrow strings, and their 64-bit hashes ---------------------------------
+
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so multiplying by it loses no bit
+_SHIFT = np.uint64(32)
+# _LOW_BYTES[n]: a mask keeping the first n bytes of a little-endian 8-byte word
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+_LENGTH_BYTE = np.uint64(56)
+ROW_BLOCK = 1 << 20  # rows hashed or keyed at a time: temporaries stay small and in cache
+_HASHES: dict[int, np.ndarray] = {}  # id(Arrow strings) -> their hashes, while the strings live
+
+
+def scaled_keys(first: np.ndarray) -> np.ndarray:
+    """The first half of :func:`combine_keys`: ``combine_keys(a, b) == scaled_keys(a) + b``."""
+    key = first.astype(np.uint64)
+    key *= _MULTIPLIER
+    return key
+
+
+def combine_keys(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """One 64-bit key per row from two integer keys: equal pairs give equal keys, and unequal
+    pairs rarely do when ``second`` is a hash."""
+    key = scaled_keys(first)
+    key += second.astype(np.uint64, copy=False)
+    return key
+
+
+def _fold(h: np.ndarray, word: np.ndarray) -> None:
+    """Fold one 8-byte word into the hashes, in place (for a fixed ``h``, a bijection of words)."""
+    h ^= word
+    h *= _MULTIPLIER
+    h ^= h >> _SHIFT
+
+
+def _string_hashes(strings) -> np.ndarray:
+    """A 64-bit hash of each value of an Arrow (large_)string array, read from its buffers.
+
+    Each string is taken 8 bytes at a time (one unaligned load per row and word, bytes past its
+    end masked off) and its words are folded into a hash that starts from its length; the hash
+    depends on the string alone, not on its neighbours.
+    """
+    import pyarrow as pa
+
+    offset_type = np.dtype(np.int64 if pa.types.is_large_string(strings.type) else np.int32)
+    n = len(strings)
+    buffers = strings.buffers()
+    offsets = np.frombuffer(
+        buffers[1], dtype=offset_type, count=n + 1, offset=strings.offset * offset_type.itemsize
+    )
+    first, end = int(offsets[0]), int(offsets[-1])
+    padded = np.zeros(end - first + 8, dtype=np.uint8)
+    if end > first:
+        padded[: end - first] = np.frombuffer(buffers[2], dtype=np.uint8)[first:end]
+    words = np.ndarray(len(padded) - 7, dtype=np.uint64, buffer=padded, strides=(1,))
+    starts, lengths = offsets[:-1] - first, np.diff(offsets)
+    h = lengths.astype(np.uint64) << _LENGTH_BYTE
+    word = words[starts]
+    if n and int(lengths.min()) < 8:
+        word &= _LOW_BYTES[np.minimum(lengths, 8)]
+    _fold(h, word)
+    for at in range(8, int(lengths.max()) if n else 0, 8):
+        longer = np.flatnonzero(lengths > at)  # only these have bytes left
+        word = words[starts[longer] + at] & _LOW_BYTES[np.minimum(lengths[longer] - at, 8)]
+        folded = h[longer]
+        _fold(folded, word)
+        h[longer] = folded
+    return h
+
+
+def _cached_string_hashes(strings) -> np.ndarray:
+    """:func:`_string_hashes` of a chunked array, kept while the (immutable) array lives: a run's
+    ids are hashed once when the file is checked for duplicates and again when evaluated."""
+    key = id(strings)
+    if key not in _HASHES:
+        hashes = np.empty(len(strings), dtype=np.uint64)
+        done = 0
+        for chunk in strings.chunks:
+            # a slice's strings stay in the CPU's cache while its words are read
+            for start in range(0, len(chunk), ROW_BLOCK):
+                block = chunk.slice(start, ROW_BLOCK)
+                hashes[done : done + len(block)] = _string_hashes(block)
+                done += len(block)
+        hashes.flags.writeable = False
+        _HASHES[key] = hashes
+        weakref.finalize(strings, _HASHES.pop, key, None)
+    return _HASHES[key]
+
+
+@dataclass(frozen=True)
+class IdColumn:
+    """A column of string ids as Arrow strings: every value, or the distinct values of a
+    Categorical with the codes into them."""
+
+    values: object  # pyarrow.ChunkedArray of strings
+    codes: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, ids: pd.Series) -> IdColumn:
+        import pyarrow as pa
+
+        if isinstance(ids.dtype, pd.CategoricalDtype):
+            categorical = ids.array  # its codes are a view, where .cat.codes copies
+            strings = pd.Series(categorical.categories.astype(str))
+            return cls(cls.of(strings).values, categorical.codes)
+        if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
+            return cls(ids.array.__arrow_array__())  # the column's own Arrow data, no copy
+        strings = np.asarray(ids.astype(str), dtype=object)
+        return cls(pa.chunked_array([pa.array(strings, type=pa.large_string())]))
+
+    def hashes(self) -> np.ndarray:
+        """A 64-bit hash per row: equal ids, equal hashes; unequal ids, rarely equal ones."""
+        hashes = _cached_string_hashes(self.values)
+        return hashes if self.codes is None else hashes[self.codes]
+
+    def take(self, rows: np.ndarray):
+        """The ids at ``rows``, as Arrow strings."""
+        return take(self.values, rows if self.codes is None else self.codes[rows])
+
+
+def take(values, rows: np.ndarray):
+    """``values.take(rows)`` for a chunked Arrow array, as one array, taken chunk by chunk:
+    Arrow's own take across chunks first concatenates them all."""
+    import pyarrow as pa
+
+    if values.num_chunks == 1:
+        return values.chunk(0).take(rows)
+    order = None if np.all(rows[1:] >= rows[:-1]) else np.argsort(rows, kind="stable")
+    ascending = rows if order is None else rows[order]
+    bounds = np.cumsum([0] + [len(chunk) for chunk in values.chunks])
+    cuts = np.searchsorted(ascending, bounds)
+    pieces = [
+        chunk.take(ascending[cuts[i] : cuts[i + 1]] - bounds[i])
+        for i, chunk in enumerate(values.chunks)
+        if cuts[i + 1] > cuts[i]
+    ]
+    taken = pa.concat_arrays(pieces) if pieces else pa.array([], type=values.type)
+    if order is not None:
+        taken = taken.take(np.argsort(order))  # back to the order asked for
+    return taken
+
+
+def _valid(frame: pd.DataFrame, fmt: RecordFormat) -> bool:
+    """Vectorised checks of what the fast path read; any failure sends the file to the slow
+    path, which finds and names the offending line."""
+    for field in fmt.fields:
+        values = frame[field.name].array
+        if field.kind == SCORE and not np.isfinite(values).all():
+            return False
+        if field.kind == GRADE and (values < 0).any():
+            return False
+    return not fmt.unique or not _may_repeat(frame, fmt.unique)
+
+
+def _exact_or_hashed(column: pd.Series) -> np.ndarray:
+    """Integer keys of a column's values: a Categorical's codes, or the hashes of strings."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.array.codes
+    return IdColumn.of(column).hashes()
+
+
+def _may_repeat(frame: pd.DataFrame, names: Sequence[str]) -> bool:
+    """Whether two rows may agree on all of ``names``: certainly not when their hashed keys all
+    differ; two equal keys send the file to the slow path, which is exact."""
+    keys = [_exact_or_hashed(frame[name]) for name in names]
+    for start, stop in _blocks_of_whole_groups(frame[names[0]]):
+        key = keys[0][start:stop].astype(np.uint64)
+        for more in keys[1:]:
+            key *= _MULTIPLIER  # combine_keys, in place
+            key += more[start:stop].astype(np.uint64, copy=False)
+        key.sort()  # sorting integers is much faster than hashing them
+        if np.any(key[1:] == key[:-1]):
+            return True
+    return False
+
+
+def run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal consecutive values begins."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.r_[0, np.flatnonzero(values[1:] != values[:-1]) + 1]
+
+
+def _blocks_of_whole_groups(column: pd.Series) -> list[tuple[int, int]]:
+    """Row ranges of about :data:`ROW_BLOCK` rows that never split the rows of one value of a
+    Categorical whose equal values are contiguous (a run's queries), so that duplicates can be
+    looked for block by block; a single range otherwise."""
+    n = len(column)
+    if not isinstance(column.dtype, pd.CategoricalDtype) or n <= ROW_BLOCK:
+        return [(0, n)]
+    codes = column.array.codes
+    starts = run_starts(codes)
+    if len(starts) != len(np.unique(codes[starts])):  # a value comes back later
+        return [(0, n)]
+    at = np.searchsorted(starts, np.arange(0, n, ROW_BLOCK))
+    cuts = np.unique(starts[np.minimum(at, len(starts) - 1)])
+    bounds = np.append(cuts, n)
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
+def _convert(value: str, kind: str) -> object:
+    if kind == SCORE:
+        number = float(value)
+        if not isfinite(number):
+            raise ValueError("not a finite number")
+        return number
+    if kind == GRADE:
+        grade = int(value)
+        if grade < 0:
+            raise ValueError("negative")
+        return grade
+    return value
+
+
+_KIND_HINT = {
+    SCORE: "a finite number",
+    GRADE: "a whole number ≥ 0 (0 = judged non-relevant)",
+}
+
+
+def _read_slow(path: Path, fmt: RecordFormat) -> pd.DataFrame:
+    columns: dict[str, list] = {f.name: [] for f in fmt.fields}
+    seen: dict[tuple, int] = {}
+    lines = text_lines(path)
+    if fmt.header:
+        next(lines, None)
+    for number, line in lines:
+        parts = line.split()
+        if len(parts) != fmt.n_fields:
+            raise DataError(
+                path,
+                f"expected {fmt.n_fields} fields in a {fmt.what} line, found {len(parts)}",
+                f"each line is: {fmt.layout_hint}",
+                number,
+            )
+        for field in fmt.fields:
+            value = parts[field.position]
+            try:
+                columns[field.name].append(_convert(value, field.kind))
+            except ValueError:
+                raise DataError(
+                    path,
+                    f"{field.name} {value!r} is not {_KIND_HINT[field.kind]}",
+                    f"each line is: {fmt.layout_hint}",
+                    number,
+                ) from None
+        if fmt.unique:
+            key = tuple(parts[f.position] for f in fmt.fields if f.name in fmt.unique)
+            if key in seen:
+                raise DataError(
+                    path,
+                    f"{'/'.join(fmt.unique)} {' '.join(key)} appears twice "
+                    f"(first on line {seen[key]})",
+                    "keep one line per pair",
+                    number,
+                )
+            seen[key] = number
+    return _frame(columns, fmt.fields)
+
+
+def _frame(columns: dict[str, list], fields: Sequence[Field]) -> pd.DataFrame:
+    data = {}
+    for field in fields:
+        values = columns[field.name]
+        if field.kind == ID:
+            data[field.name] = pd.Categorical(values)
+        elif field.kind == TEXT_ID:
+            data[field.name] = pd.array(values, dtype="str")
+        elif field.kind == SCORE:
+            data[field.name] = np.asarray(values, dtype=np.float64)
+        else:
+            data[field.name] = np.asarray(values, dtype=np.int64)
+    return pd.DataFrame(data)
