@@ -112,11 +112,11 @@ def test_show_slices(rag_bench, store):
     lines = out.stdout.strip().splitlines()
     assert lines[0] == "category,n,recall@10,faithfulness"
     assert [line.split(",")[0] for line in lines[1:]] == [
-        "literal",
-        "multi-hop",
-        "paraphrase",
-        "unanswerable",
         "all",
+        "literal",
+        "paraphrase",
+        "multi-hop",
+        "unanswerable",
     ]
     by_class = rag_bench(
         "show", ids["baseline"], "--runs-dir", runs, "--slice", "failure_class", "--format", "csv"

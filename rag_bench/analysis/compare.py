@@ -11,6 +11,7 @@ import pandas as pd
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 from rag_bench.evaluation.answer import LOWER_IS_BETTER
 from rag_bench.evaluation.stats import TESTS, bootstrap_cis, holm, paired_p_values
+from rag_bench.evaluation.summary import slice_order
 from rag_bench.runs.reader import Store, StoredRun
 
 DEFAULT_METRICS = (
@@ -24,7 +25,6 @@ DEFAULT_METRICS = (
     "over_refusal",
 )
 SLICES = ("category", "tag", "failure_class")
-CATEGORY_ORDER = ("literal", "paraphrase", "multi-hop", "unanswerable")
 TIE = 1e-12
 
 
@@ -95,11 +95,6 @@ def query_slices(
             for q, t in zip(rows["query_id"], rows["tags"])
         }
     return {q: [str(v)] for q, v in zip(rows["query_id"], rows[slice_by])}
-
-
-def slice_order(labels: set[str]) -> list[str]:
-    known = [c for c in CATEGORY_ORDER if c in labels]
-    return known + sorted(labels - set(known))
 
 
 def _statistics(

@@ -32,12 +32,12 @@ from rag_bench.analysis.compare import (
     TIE,
     metric_cutoff,
     query_slices,
-    slice_order,
 )
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 from rag_bench.evaluation.answer import LOWER_IS_BETTER
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES
 from rag_bench.evaluation.stats import bootstrap_ci
+from rag_bench.evaluation.summary import slice_order
 from rag_bench.runs.reader import Store, StoredRun
 
 INSTALL = "pip install 'rag-bench[report]'"
