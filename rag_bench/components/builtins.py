@@ -19,7 +19,7 @@ def components() -> list[ComponentSpec]:
     from rag_bench.components.judges import AnnotatedJudge, LexicalJudge
     from rag_bench.components.openai.components import OpenAIEncoder, OpenAIGenerator
     from rag_bench.components.openai.judge import LLMJudge
-    from rag_bench.components.recorded import RecordedRetriever
+    from rag_bench.components.recorded import RecordedChunker, RecordedRetriever
     from rag_bench.components.rerank import LearnedReranker, ProximityReranker
     from rag_bench.components.sentence_transformers import (
         CrossEncoderReranker,
@@ -35,6 +35,7 @@ def components() -> list[ComponentSpec]:
         FixedChunker,
         RecursiveChunker,
         WholeDocument,
+        RecordedChunker,
         BM25Retriever,
         RecordedRetriever,
         LSAEncoder,

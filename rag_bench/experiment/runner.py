@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench import __version__
-from rag_bench.components.registry import registry, resolve
+from rag_bench.components.registry import VariantSpec, registry, resolve
 from rag_bench.data.dataset import Dataset, load_dataset
 from rag_bench.errors import DataError, RagBenchError, UsageError
 from rag_bench.experiment.provenance import git_commit, package_versions
@@ -179,7 +179,7 @@ def interrupted_status(received: Sequence[int]) -> int:
 
 
 def run_variant(
-    variant: str,
+    variant: str | VariantSpec,
     dataset: Dataset | str | Path | None = None,
     *,
     overrides: Sequence[str] = (),
@@ -190,8 +190,12 @@ def run_variant(
     cache_dir: str | Path | None = None,
     progress: Callable[[Iterable], Iterable] | None = None,
     executor: Executor | None = None,
+    annotations: dict | None = None,
 ) -> RunResult:
     """Run ``variant`` over ``dataset``, store the traces under ``runs_dir`` and return them.
+
+    ``variant`` is a registered variant's name or a :class:`VariantSpec` composed on the spot
+    (an import is one); ``annotations`` are extra manifest fields (where the outputs came from).
 
     The per-query work (and embedding the corpus with a stateless encoder) goes through
     ``executor`` (default: this process, one block at a time); the traces are the same
@@ -204,13 +208,13 @@ def run_variant(
     created = datetime.now(timezone.utc)
     ks = _check_ks(ks)
     _check_depth(depth, ks)
-    spec = registry().variant(variant)
+    spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
     resolved = resolve(spec, overrides)
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or SHIPPED_DATASET)
     pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     chosen = selection.apply(data.queries)
     runs_path = runs_folder(runs_dir)
-    run_id = reserve_run_id(runs_path, variant, created)
+    run_id = reserve_run_id(runs_path, spec.name, created)
     header = {
         "format": 1,
         "variant": spec.name,
@@ -227,6 +231,7 @@ def run_variant(
         "selection": {"tag": selection.tag, "sample": selection.sample, "seed": selection.seed},
         "created_at": created.isoformat(timespec="microseconds"),
         "rag_bench_version": __version__,
+        "annotations": dict(annotations or {}),
     }
     return _execute(
         _Plan(run_id, runs_path, spec, resolved, data, ks, depth, selection, created, header),
@@ -411,6 +416,7 @@ def _execute(
             plan.created,
             started,
         )
+        manifest.update(plan.header.get("annotations", {}))
         manifest["executor"] = executor.describe()
         manifest["usage"] = saver.usage()
         manifest["duration_s"] = saver.elapsed()
