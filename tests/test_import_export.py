@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SHIPPED, assert_one_line_error
 
+from conftest import SHIPPED, assert_one_line_error
 from rag_bench.runs.reader import Store
 from rag_bench.runs.store import read_table
 

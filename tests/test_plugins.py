@@ -33,7 +33,7 @@ def test_overrides_are_typed_and_land_in_the_resolved_params():
     [
         ("retrever.k1=1", UnknownNameError, ["retrever", "analyzer", "chunker", "retriever"]),
         ("retriever.k=1", UnknownNameError, ["'k'", "b, k1, method"]),
-        ("chunker.name=sliding", UnknownNameError, ["sliding", "fixed, none, recursive"]),
+        ("chunker.name=sliding", UnknownNameError, ["sliding", "fixed, none, recorded, recursive"]),
         ("retriever.k1=fast", UsageError, ["retriever.k1='fast'", "float"]),
         ("retriever", UsageError, ["slot.param=value"]),
     ],
