@@ -16,6 +16,7 @@ def components() -> list[ComponentSpec]:
         ExtractiveGenerator,
         RecordedGenerator,
     )
+    from rag_bench.components.http_system import HTTPSystemGenerator, HTTPSystemRetriever
     from rag_bench.components.judges import AnnotatedJudge, LexicalJudge
     from rag_bench.components.openai.components import OpenAIEncoder, OpenAIGenerator
     from rag_bench.components.openai.judge import LLMJudge
@@ -38,6 +39,7 @@ def components() -> list[ComponentSpec]:
         RecordedChunker,
         BM25Retriever,
         RecordedRetriever,
+        HTTPSystemRetriever,
         LSAEncoder,
         OpenAIEncoder,
         SentenceTransformerEncoder,
@@ -50,6 +52,7 @@ def components() -> list[ComponentSpec]:
         DelayedGenerator,
         RecordedGenerator,
         OpenAIGenerator,
+        HTTPSystemGenerator,
         LexicalJudge,
         AnnotatedJudge,
         LLMJudge,
@@ -85,5 +88,14 @@ def variants() -> list[VariantSpec]:
                 "judge": {"name": "annotated"},
             },
             "rankings and answers replayed from the dataset's answers.jsonl",
+        ),
+        VariantSpec(
+            "http",
+            {
+                "chunker": {"name": "none"},
+                "retriever": {"name": "http"},
+                "generator": {"name": "http"},
+            },
+            "your own RAG service, called over HTTP ($RAG_SYSTEM_URL)",
         ),
     ]
