@@ -79,3 +79,12 @@ def test_an_unset_url_says_which_variable_to_set(fake, rag_bench, tmp_path, monk
     monkeypatch.delenv("RAG_SYSTEM_URL", raising=False)
     out = _run(rag_bench, tmp_path / "runs")
     assert_one_line_error(out, "$RAG_SYSTEM_URL is not set")
+
+
+def test_variant_all_leaves_out_variants_that_call_a_service(rag_bench, tmp_path, monkeypatch):
+    monkeypatch.delenv("RAG_SYSTEM_URL", raising=False)
+    runs = tmp_path / "runs"
+    out = rag_bench("run", "--variant", "all", "--dataset", SEED, "--k", "1,2", "--runs-dir", runs)
+    assert out.exit_code == 0, out.stderr
+    variants = {r.variant for r in Store.open(runs).runs}
+    assert variants == {"baseline", "hybrid", "hybrid_rerank", "recorded"}

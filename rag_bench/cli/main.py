@@ -281,7 +281,9 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
         raise UserMistake(
             UsageError("no --variant given", "e.g. --variant baseline, or --resume RUN_ID")
         )
-    names = list(registry().variants) if variants.strip() == "all" else _split(variants)
+    names = _split(variants)
+    if variants.strip() == "all":  # every variant that needs nothing but the dataset
+        names = [n for n, spec in registry().variants.items() if spec.service is None]
     for name in names:
         registry().variant(name)  # fail on a misspelt name before any work
     data = load_dataset(p["dataset"] or SHIPPED_DATASET, split=p["split"])

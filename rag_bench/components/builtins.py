@@ -97,5 +97,6 @@ def variants() -> list[VariantSpec]:
                 "generator": {"name": "http"},
             },
             "your own RAG service, called over HTTP ($RAG_SYSTEM_URL)",
+            service="the RAG service at $RAG_SYSTEM_URL",
         ),
     ]
