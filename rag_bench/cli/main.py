@@ -162,6 +162,14 @@ def _progress(label: str):
     metavar="SLOT.PARAM=VALUE",
     help="Override a component parameter, e.g. retriever.k1=1.2 or chunker.name=none.",
 )
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="slot.param=V1,V2,…",
+    help="Run the variant at every combination of these values and compare the runs "
+    "(repeatable: a grid).",
+)
 @click.option("--judge", default=None, help="Judge of the claims (same as --set judge.name=NAME).")
 @click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
 @click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
@@ -194,6 +202,7 @@ def run_command(
     ks,
     depth,
     overrides,
+    sweeps,
     judge,
     tag,
     sample,
@@ -222,7 +231,14 @@ def run_command(
         raise SystemExit(interrupted_status(signals)) from None
     from rag_bench.cli.views import run_summary
 
-    click.echo(run_summary(results, fmt))
+    if not sweeps:
+        click.echo(run_summary(results, fmt))
+        return
+    from rag_bench.analysis.compare import compare
+    from rag_bench.cli.views import comparison_output
+
+    comparison = compare(open_store(runs_dir), [r.run_id for r in results], resamples=2_000)
+    click.echo(comparison_output(comparison, fmt))
 
 
 RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tag", "sample", "seed", "split")
@@ -290,6 +306,9 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
     selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
+    if p["sweeps"]:
+        _sweep(p, names, data, overrides, selection, executor, results)
+        return
     for name in names:
         result = run_variant(
             name,
@@ -306,6 +325,31 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
         )
         results.append(result)
+
+
+def _sweep(p: dict, names: list[str], data, overrides, selection, executor, results) -> None:
+    from rag_bench.experiment.sweep import run_sweep
+
+    if len(names) != 1:
+        raise UserMistake(UsageError("--sweep runs one variant", "give one --variant"))
+
+    def stored(result) -> None:
+        click.echo(f"stored run {result.run_id} ({result.manifest['name']})", err=True)
+        results.append(result)
+
+    run_sweep(
+        names[0],
+        p["sweeps"],
+        data,
+        overrides=overrides,
+        on_stored=stored,
+        ks=_cutoffs(p["ks"]),
+        depth=p["depth"],
+        selection=selection,
+        runs_dir=p["runs_dir"],
+        progress=_progress(names[0]),
+        executor=executor,
+    )
 
 
 @cli.command("variants")
