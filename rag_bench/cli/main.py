@@ -109,18 +109,38 @@ def _cutoffs(value: str) -> list[int]:
         ) from None
 
 
+PROGRESS_EVERY_S = 10.0  # off a terminal (a CI log), one progress line at most this often
+
+
 def _progress(label: str):
-    """A progress bar on a terminal; nothing otherwise."""
+    """A progress bar on a terminal; elsewhere a line on stderr every ``PROGRESS_EVERY_S``."""
     import sys
 
-    if not sys.stderr.isatty():
-        return None
+    if sys.stderr.isatty():
 
-    def wrap(items):
-        with click.progressbar(items, label=label, file=sys.stderr) as bar:
-            yield from bar
+        def bar(items):
+            with click.progressbar(items, label=label, file=sys.stderr) as shown:
+                yield from shown
 
-    return wrap
+        return bar
+
+    def lines(items):
+        import time
+
+        total = len(items) if hasattr(items, "__len__") else None
+        started = last = time.monotonic()
+        for done, item in enumerate(items, start=1):
+            yield item
+            now = time.monotonic()
+            if now - last >= PROGRESS_EVERY_S:
+                of = f"/{total}" if total is not None else ""
+                click.echo(
+                    f"rag-bench: {label}: {done}{of} blocks answered, {now - started:.0f} s",
+                    err=True,
+                )
+                last = now
+
+    return lines
 
 
 @cli.command("run")
