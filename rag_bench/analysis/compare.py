@@ -10,7 +10,14 @@ import pandas as pd
 
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 from rag_bench.evaluation.answer import LOWER_IS_BETTER
-from rag_bench.evaluation.stats import TESTS, bootstrap_cis, holm, paired_p_values
+from rag_bench.evaluation.stats import (
+    TESTS,
+    bootstrap_cis,
+    holm,
+    minimum_detectable_effect,
+    paired_p_values,
+    queries_needed,
+)
 from rag_bench.evaluation.summary import slice_order
 from rag_bench.runs.reader import Store, StoredRun
 
@@ -135,8 +142,13 @@ def compare(
     resamples: int = 10_000,
     seed: int = 0,
     allow_mismatch: bool = False,
+    mde: float | None = None,
 ) -> Comparison:
     """Compare every run after the first with the first, paired over their shared queries.
+
+    Each row also gives ``mde``, the smallest delta its test detects with 80 % power at
+    ``alpha`` for the paired n and the observed spread of the differences; with ``mde`` (a
+    delta to plan for), ``n_needed`` is how many such queries would detect it.
 
     Per slice (plus ``all``) and metric: both means, the delta (b − a), a 95% bootstrap
     interval of the delta, the paired test's p-value, Holm–Bonferroni across the whole table,
@@ -192,6 +204,7 @@ def compare(
         table.columns.get_loc("p_value") + 1, "p_adjusted", holm(table["p_value"].to_numpy())
     )
     table["significant"] = table["p_adjusted"] < alpha
+    table["mde"] = [minimum_detectable_effect(b - a, alpha) for a, b in compared]
     columns = [
         "slice",
         "metric",
@@ -208,18 +221,28 @@ def compare(
         "ties",
         "losses",
         "n",
+        "mde",
         "significant",
     ]
+    if mde is not None:
+        if not (np.isfinite(mde) and mde > 0):
+            raise UsageError(f"mde {mde} is not a positive delta", "e.g. mde=0.02")
+        table["n_needed"] = [queries_needed(b - a, mde, alpha) for a, b in compared]
+        columns.append("n_needed")
     return Comparison(table[columns], n_paired, test, alpha)
 
 
 # --- the CI gate ---------------------------------------------------------------------------
 
 
+REQUIRE = ("auto", "significant", "drop")
+
+
 @dataclass(frozen=True)
 class GateResult:
     passed: bool
-    rows: pd.DataFrame  # metric, mean_a, mean_b, delta, allowed_drop, p_adjusted, verdict, reason
+    rows: pd.DataFrame  # metric, mean_a, mean_b, delta, allowed_drop, p_adjusted, n, mde, rule, ...
+    warnings: list[str]
 
 
 def parse_drops(specs: Sequence[str]) -> dict[str, float]:
@@ -230,9 +253,10 @@ def parse_drops(specs: Sequence[str]) -> dict[str, float]:
             value = float(amount)
         except ValueError:
             value = -1.0
-        if not sep or not metric.strip() or value < 0:
+        if not sep or not metric.strip() or not (np.isfinite(value) and value >= 0):
             raise UsageError(
-                f"--max-drop {spec!r} is not metric=amount", "e.g. --max-drop recall@10=0.02"
+                f"--max-drop {spec!r} is not metric=amount (a number >= 0)",
+                "e.g. --max-drop recall@10=0.02",
             )
         drops[metric.strip()] = value
     if not drops:
@@ -250,12 +274,24 @@ def gate(
     alpha: float = 0.05,
     resamples: int = 10_000,
     seed: int = 0,
+    require: str = "auto",
 ) -> GateResult:
-    """Fail when a metric worsens by more than its allowance and the change is significant.
+    """Fail when a metric worsens by more than its allowance, and (``require``):
+
+    - ``significant``: only when the worsening is also significant (Holm over the gated
+      metrics) — a noisy tier cannot fail the gate by chance, but a tier too small to detect
+      the allowance can never fail it;
+    - ``drop``: on the observed worsening alone;
+    - ``auto`` (default): per metric, ``significant`` when the compared queries can detect the
+      allowed drop (its minimum detectable effect at 80 % power, at the strictest Holm level,
+      is within the allowance), ``drop`` otherwise; such a metric gets a warning naming the
+      detectable effect and the queries needed.
 
     Worse means lower, except for the metrics where lower is better (``over_refusal``,
     ``answered_unanswerable``), where a rise is the regression.
     """
+    if require not in REQUIRE:
+        raise UnknownNameError("gate rule", require, list(REQUIRE))
     result = compare(
         store,
         [baseline, candidate],
@@ -266,41 +302,71 @@ def gate(
         resamples=resamples,
         seed=seed,
     )
-    rows = []
+    strictest = _z_power(alpha / len(max_drops)) / _z_power(alpha)
+    rows, warnings = [], []
     for _, row in result.rows.iterrows():
-        allowed = max_drops[row["metric"]]
-        drop = row["delta"] if row["metric"] in LOWER_IS_BETTER else -row["delta"]
-        if drop > allowed and row["p_adjusted"] < alpha:
-            verdict, reason = (
-                "fail",
-                f"worsened by {drop:.4f} > {allowed}, significant (p_adj {row['p_adjusted']:.4f})",
-            )
-        elif drop > allowed:
-            verdict, reason = (
-                "pass",
-                f"worsened by {drop:.4f} > {allowed} but not significant "
-                f"(p_adj {row['p_adjusted']:.4f})",
-            )
-        else:
-            verdict, reason = (
-                "pass",
-                f"worsened by {max(drop, 0.0):.4f}, within the allowed {allowed}",
-            )
+        metric, allowed = row["metric"], max_drops[row["metric"]]
+        mde = row["mde"] * strictest
+        detectable = bool(np.isfinite(mde) and mde <= allowed)
+        rule = require if require != "auto" else ("significant" if detectable else "drop")
+        if not detectable:
+            warnings.append(_power_warning(metric, row, mde, allowed, strictest, rule))
+        drop = row["delta"] if metric in LOWER_IS_BETTER else -row["delta"]
+        significant = bool(row["p_adjusted"] < alpha)
+        failed = drop > allowed and (rule == "drop" or significant)
         rows.append(
             {
-                "metric": row["metric"],
+                "metric": metric,
                 "mean_a": row["mean_a"],
                 "mean_b": row["mean_b"],
                 "delta": row["delta"],
                 "allowed_drop": allowed,
                 "p_adjusted": row["p_adjusted"],
                 "n": row["n"],
-                "verdict": verdict,
-                "reason": reason,
+                "mde": mde,
+                "rule": rule,
+                "verdict": "fail" if failed else "pass",
+                "reason": _gate_reason(drop, allowed, significant, row["p_adjusted"], rule),
             }
         )
     table = pd.DataFrame(rows)
-    return GateResult(bool((table["verdict"] == "pass").all()), table)
+    return GateResult(bool((table["verdict"] == "pass").all()), table, warnings)
+
+
+def _z_power(alpha: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / 2) + norm.ppf(0.8))
+
+
+def _gate_reason(drop: float, allowed: float, significant: bool, p_adj: float, rule: str) -> str:
+    if drop < -TIE:
+        return f"improved by {-drop:.4f}"
+    if drop <= TIE:
+        return "unchanged"
+    if drop <= allowed:
+        return f"worsened by {drop:.4f}, within the allowed {allowed:g}"
+    if rule == "drop":
+        return f"worsened by {drop:.4f} > {allowed:g} (failing on the drop: see the warning)"
+    if significant:
+        return f"worsened by {drop:.4f} > {allowed:g}, significant (p_adj {p_adj:.4f})"
+    return f"worsened by {drop:.4f} > {allowed:g} but not significant (p_adj {p_adj:.4f})"
+
+
+def _power_warning(metric, row, mde: float, allowed: float, strictest: float, rule: str) -> str:
+    n = int(row["n"])
+    if np.isfinite(mde) and allowed > 0:
+        spread = row["mde"] * np.sqrt(n) / _z_power(0.05) if n > 1 else float("nan")
+        needed = int(np.ceil((_z_power(0.05) * strictest * spread / allowed) ** 2))
+        size = f"detect a change of {mde:.4f} at 80 % power, not {allowed:g} (~{needed} would)"
+    else:
+        size = f"cannot detect a drop of {allowed:g}"
+    then = (
+        "the gate fails on the observed drop alone"
+        if rule == "drop"
+        else "a drop of that size cannot fail the gate"
+    )
+    return f"{metric}: {n} paired queries {size}; {then}"
 
 
 # --- per-query diff -----------------------------------------------------------------------

@@ -540,10 +540,17 @@ def rm_command(runs, yes, runs_dir):
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--allow-mismatch", is_flag=True, help="Compare runs made on different datasets.")
+@click.option(
+    "--mde",
+    type=float,
+    default=None,
+    metavar="DELTA",
+    help="Also give, per row, the queries needed to detect a delta of DELTA (80 % power).",
+)
 @runs_dir_option()
 @format_option(ALL_FORMATS)
 def compare_command(
-    runs, slice_by, metrics, test, alpha, resamples, seed, allow_mismatch, runs_dir, fmt
+    runs, slice_by, metrics, test, alpha, resamples, seed, allow_mismatch, mde, runs_dir, fmt
 ):
     """Compare runs with paired significance tests; the first run is the baseline."""
     from rag_bench.analysis.compare import compare
@@ -559,6 +566,7 @@ def compare_command(
         resamples=resamples,
         seed=seed,
         allow_mismatch=allow_mismatch,
+        mde=mde,
     )
     click.echo(comparison_output(result, fmt))
 
@@ -594,12 +602,20 @@ def diff_command(run, against, metric, top, runs_dir, fmt):
     metavar="METRIC=AMOUNT",
     help="Largest tolerated drop, e.g. recall@10=0.02 (repeatable).",
 )
+@click.option(
+    "--require",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "significant", "drop"]),
+    help="Fail on a drop beyond the allowance when it is significant, on the drop alone, or "
+    "(auto) significant where the queries can detect the allowance and the drop elsewhere.",
+)
 @significance_options
 @click.option("--seed", type=int, default=0, show_default=True)
 @runs_dir_option()
 @format_option(ALL_FORMATS)
-def gate_command(candidate, baseline, max_drops, test, alpha, seed, runs_dir, fmt):
-    """Exit 1 when the candidate drops significantly by more than allowed (for CI)."""
+def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
+    """Exit 1 when the candidate drops by more than allowed (for CI)."""
     from rag_bench.analysis.compare import gate, parse_drops
     from rag_bench.cli.render import render
 
@@ -611,7 +627,10 @@ def gate_command(candidate, baseline, max_drops, test, alpha, seed, runs_dir, fm
         test=test,
         alpha=alpha,
         seed=seed,
+        require=require,
     )
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     click.echo(render(result.rows, fmt))
     click.echo("gate: " + ("passed" if result.passed else "FAILED"), err=True)
     if not result.passed:
