@@ -421,3 +421,15 @@ def test_a_broken_run_can_be_removed_by_prefix(rag_bench, store, tmp_path):
     out = rag_bench("rm", ids["baseline"][:-2], "--yes", "--runs-dir", runs)
     assert out.exit_code == 0 and ids["baseline"] not in committed_ids(runs)
     assert ids["baseline"] not in partitions(runs_folder(runs))
+
+
+def test_compare_collapses_metrics_constant_in_every_query(rag_bench, store):
+    """faithfulness is 1.0 in every query of the shipped smoke runs: one line, not rows of
+    ties; json keeps every row."""
+    runs, ids = store
+    args = ("compare", ids["baseline"], ids["hybrid_rerank"], "--runs-dir", runs)
+    table = rag_bench(*args, "--resamples", "200").stdout
+    assert "faithfulness: 1 in every query of every run" in table
+    assert not any(line.split()[1:2] == ["faithfulness"] for line in table.splitlines()[3:])
+    rows = json.loads(rag_bench(*args, "--resamples", "200", "--format", "json").stdout)
+    assert any(r["metric"] == "faithfulness" for r in rows)

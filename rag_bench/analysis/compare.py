@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,8 @@ class Comparison:
     n_paired: dict[str, int]
     test: str
     alpha: float
+    # metrics with one value in every query of every compared run: nothing to compare
+    constant: dict[str, float] = field(default_factory=dict)
 
 
 def _runs(store: Store, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
@@ -85,6 +87,15 @@ def _load(
     ).df()
     queries = con.sql("SELECT run_id, query_id, category, tags, failure_class FROM queries").df()
     return values, queries, chosen
+
+
+def constant_metrics(values: pd.DataFrame) -> dict[str, float]:
+    """Metrics whose defined values are one number throughout (faithfulness 1.0 in every query
+    of every run), with that number."""
+    defined = values.dropna(subset=["value"])
+    spread = defined.groupby("metric")["value"].agg(["min", "max"])
+    same = spread[spread["min"] == spread["max"]]
+    return {str(metric): float(value) for metric, value in same["min"].items()}
 
 
 def query_slices(
@@ -229,7 +240,7 @@ def compare(
             raise UsageError(f"mde {mde} is not a positive delta", "e.g. mde=0.02")
         table["n_needed"] = [queries_needed(b - a, mde, alpha) for a, b in compared]
         columns.append("n_needed")
-    return Comparison(table[columns], n_paired, test, alpha)
+    return Comparison(table[columns], n_paired, test, alpha, constant_metrics(values))
 
 
 # --- the CI gate ---------------------------------------------------------------------------
