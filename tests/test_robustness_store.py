@@ -78,11 +78,11 @@ def test_a_full_disk_while_writing_the_run_keeps_nothing_but_the_checkpoint(
     [(1, 0), (4, 8)],  # the checkpoint's header; the second block of answers
 )
 def test_a_full_disk_while_checkpointing(tmp_path, monkeypatch, rag_bench, fail_at, kept):
-    from rag_bench.runs import store
+    from rag_bench.runs import checkpoint
 
     runs = tmp_path / "runs"
     monkeypatch.setattr(compose, "BATCH", 8)
-    real = store.atomic_write
+    real = checkpoint.atomic_write
     calls = []
 
     def fill_up(path, data):
@@ -91,7 +91,7 @@ def test_a_full_disk_while_checkpointing(tmp_path, monkeypatch, rag_bench, fail_
             no_space()
         real(path, data)
 
-    monkeypatch.setattr(store, "atomic_write", fill_up)
+    monkeypatch.setattr(checkpoint, "atomic_write", fill_up)
     out = rag_bench(*SMOKE_RUN, "--runs-dir", runs)
     assert visible(runs) == []
     if not kept:
@@ -106,7 +106,7 @@ def test_a_full_disk_while_checkpointing(tmp_path, monkeypatch, rag_bench, fail_
             "free disk space, then resume with `rag-bench run --resume",
             f"({kept} of 30 queries are checkpointed)",
         )
-        monkeypatch.setattr(store, "atomic_write", real)
+        monkeypatch.setattr(checkpoint, "atomic_write", real)
         resumed = rag_bench(
             "run", "--resume", partial.removeprefix(".partial-"), "--runs-dir", runs
         )
@@ -162,7 +162,7 @@ def test_a_read_only_runs_folder_is_a_one_line_error_and_stays_readable(tmp_path
     reason = lines[0].removeprefix(f"error: cannot write to the runs folder {runs}: ")
     assert reason.split(" (fix")[0] in ("Read-only file system", "Permission denied")
     assert lines[0].endswith("(fix: pass a writable --runs-dir)")
-    assert clean.name in listing  # reading a read-only folder works
+    assert clean.run_id in listing  # reading a read-only folder works
     assert fingerprint(runs) == before
 
 
@@ -189,7 +189,7 @@ def test_a_run_missing_a_parquet_file_is_reported_and_the_others_stay_usable(
     listed = rag_bench("runs", "--runs-dir", runs, "--format", "json")
     assert listed.exit_code == 0
     rows = {row["run_id"]: row for row in json.loads(listed.stdout)}
-    assert rows[clean.name]["status"] == "complete" and rows[clean.name]["ndcg@10"] > 0
+    assert rows[clean.run_id]["status"] == "complete" and rows[clean.run_id]["ndcg@10"] > 0
     assert rows[broken]["status"].startswith(f"unreadable: run {broken} is unreadable")
     assert f"retrieved/variant=baseline/run_id={broken}/part-0.parquet" in rows[broken]["status"]
     [warning] = listed.stderr.strip().splitlines()
@@ -198,12 +198,12 @@ def test_a_run_missing_a_parquet_file_is_reported_and_the_others_stay_usable(
     sql = rag_bench(
         "sql", "SELECT DISTINCT run_id FROM retrieved", "--runs-dir", runs, "--format", "csv"
     )
-    assert sql.stdout.split() == ["run_id", clean.name]
+    assert sql.stdout.split() == ["run_id", clean.run_id]
     assert_one_line_error(rag_bench("show", broken, "--runs-dir", runs), broken, "unreadable")
     assert_one_line_error(
-        rag_bench("compare", clean.name, broken, "--runs-dir", runs), broken, "unreadable"
+        rag_bench("compare", clean.run_id, broken, "--runs-dir", runs), broken, "unreadable"
     )
-    assert rag_bench("show", clean.name, "--runs-dir", runs).exit_code == 0
+    assert rag_bench("show", clean.run_id, "--runs-dir", runs).exit_code == 0
 
 
 # --- the cache ------------------------------------------------------------------------------------
@@ -283,7 +283,7 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path, clean):
         cached = [r.manifest["index"]["cached"][slot] for r in (first, second, third)]
         assert cached == [False, False, True], slot
     for result in (first, second, third):
-        assert_same_traces(result.path, clean)
+        assert_same_traces(result.location, clean)
     assert sorted(p.name.split("-")[0] for p in cache.iterdir()) == ["bm25", "prepared"]
 
 

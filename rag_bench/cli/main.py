@@ -237,6 +237,13 @@ def _run_or_resume(ctx: click.Context, results: list) -> None:
         executor.close()
 
 
+def _stored(result, results: list) -> None:
+    """Say where a finished run was stored, and keep it for the summary."""
+    shown = f"stored run {result.run_id} ({len(result.queries)} queries) in {result.store}"
+    click.echo(shown, err=True)
+    results.append(result)
+
+
 def _run_with(ctx: click.Context, results: list, executor) -> None:
     from rag_bench.components.registry import registry
     from rag_bench.data.dataset import load_dataset
@@ -269,10 +276,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             progress=_progress("resume"),
             executor=executor,
         )
-        click.echo(
-            f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
-        )
-        results.append(result)
+        _stored(result, results)
         return
     if not variants:
         raise UserMistake(
@@ -297,10 +301,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             progress=_progress(name),
             executor=executor,
         )
-        click.echo(
-            f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
-        )
-        results.append(result)
+        _stored(result, results)
 
 
 @cli.command("variants")
@@ -349,9 +350,7 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
 
     claims = None
     if run_ref:
-        from rag_bench.runs.store import read_table
-
-        claims = read_table(open_store(runs_dir).get(run_ref).path, "claims")
+        claims = open_store(runs_dir).claims([run_ref])
     report = assess_judge(load_dataset(dataset or SHIPPED_DATASET), judge, overrides, claims, alpha)
     click.echo(agreement_output(report, fmt))
 
@@ -406,12 +405,12 @@ def runs_command(variant, upgrade, runs_dir, fmt):
     from rag_bench.cli.render import render
     from rag_bench.cli.views import runs_table
 
+    store = open_store(runs_dir)
     if upgrade:
-        from rag_bench.runs.upgrade import upgrade_runs
-
-        for run_id in upgrade_runs(runs_dir):
+        for run_id in store.upgrade():
             click.echo(f"upgraded run {run_id}", err=True)
-    click.echo(render(runs_table(open_store(runs_dir, warn=True), variant), fmt))
+    warn_broken(store)
+    click.echo(render(runs_table(store, variant), fmt))
 
 
 @cli.command("show")
@@ -443,18 +442,15 @@ def show_command(run, slice_by, metrics, runs_dir, fmt):
 @runs_dir_option()
 def rm_command(runs, yes, runs_dir):
     """Delete runs (the only command that deletes anything)."""
-    from rag_bench.runs.store import remove_run
-
     store = open_store(runs_dir)
-    chosen = list(dict.fromkeys(store.folder(ref) for ref in runs))
-    names = ", ".join(folder.name for folder in chosen)
+    chosen = list(dict.fromkeys(store.resolve(ref, include_broken=True) for ref in runs))
     if not yes and not click.confirm(
-        f"Delete {len(chosen)} run(s): {names}?", default=False, err=True
+        f"Delete {len(chosen)} run(s): {', '.join(chosen)}?", default=False, err=True
     ):
         raise click.Abort()
-    for folder in chosen:
-        remove_run(folder)
-        click.echo(f"deleted {folder.name}", err=True)
+    for run_id in chosen:
+        store.remove(run_id)
+        click.echo(f"deleted {run_id}", err=True)
 
 
 @cli.command("compare")
@@ -561,7 +557,8 @@ def sql_command(query, schema, allow_files, runs_dir, fmt):
     """Read-only SQL over the views runs, queries, metrics, retrieved and claims."""
     from rag_bench.cli.render import render
 
-    store = open_store(runs_dir, warn=True)
+    store = open_store(runs_dir)
+    warn_broken(store)
     if schema:
         click.echo(render(store.schema(), fmt))
         return
@@ -617,15 +614,17 @@ def report_command(
     click.echo(f"wrote {output}", err=True)
 
 
-def open_store(runs_dir: str | None, warn: bool = False):
-    """The runs folder; ``warn`` reports each unreadable run (for commands spanning all runs)."""
-    from rag_bench.runs.reader import Store
+def open_store(runs_dir: str | None):
+    """The run store of ``--runs-dir`` (a path or URL; unset: the default runs folder)."""
+    from rag_bench.runs import open_runs
 
-    store = Store.open(runs_dir)
-    if warn:
-        for problem in store.broken.values():
-            click.echo(f"warning: skipped: {problem}", err=True)
-    return store
+    return open_runs(runs_dir)
+
+
+def warn_broken(store) -> None:
+    """Report each unreadable run once (for the commands that span all runs)."""
+    for problem in store.broken.values():
+        click.echo(f"warning: skipped: {problem}", err=True)
 
 
 def main() -> None:

@@ -72,10 +72,6 @@ class RunsFolder:
     def __hash__(self) -> int:
         return hash(self._key())
 
-    @property
-    def is_remote(self) -> bool:
-        return self.local is None
-
     def path(self, *parts: str) -> str:
         """A path inside the filesystem (for pyarrow)."""
         return "/".join([self.root, *parts])
@@ -169,10 +165,8 @@ class RunsFolder:
             )
 
 
-def runs_folder(where: str | Path | RunsFolder | None = None) -> RunsFolder:
+def runs_folder(where: str | Path | None = None) -> RunsFolder:
     """The runs folder named by a path or URL; None means ``$RAG_BENCH_RUNS_DIR`` or ``runs/``."""
-    if isinstance(where, RunsFolder):
-        return where
     if where is None or where == "":
         where = os.environ.get("RAG_BENCH_RUNS_DIR") or Path.cwd() / "runs"
     if isinstance(where, str):
