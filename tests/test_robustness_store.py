@@ -136,16 +136,20 @@ def test_a_read_only_runs_folder_is_a_one_line_error_and_stays_readable(tmp_path
     runs.mkdir()
     copy_run(clean, runs)
     before = fingerprint(runs)
-    attempts = [[*SMOKE_RUN, "--runs-dir", runs], ["runs", "--runs-dir", runs, "--format", "csv"]]
+    attempts = [
+        [*SMOKE_RUN, "--runs-dir", runs],
+        ["runs", "--runs-dir", runs, "--format", "csv"],
+        ["rm", clean.run_id, "--yes", "--runs-dir", runs],
+    ]
     if os.geteuid() != 0:
         runs.chmod(0o555)
         try:
             results = [rag_bench(*args) for args in attempts]
         finally:
             runs.chmod(0o755)
-        failed, listed = results
-        error, listing = failed.stderr, listed.stdout
-        codes = (failed.exit_code, listed.exit_code)
+        failed, listed, removed = results
+        error, listing, refused = failed.stderr, listed.stdout, removed.stderr
+        codes = (failed.exit_code, listed.exit_code, removed.exit_code)
     else:  # root writes through permission bits: use a read-only mount instead
         commands = [_read_only_command(runs, args) for args in attempts]
         if commands[0] is None:
@@ -153,9 +157,9 @@ def test_a_read_only_runs_folder_is_a_one_line_error_and_stays_readable(tmp_path
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_BENCH_")}
         env["RAG_BENCH_CACHE_DIR"] = str(tmp_path / "cache")
         done = [subprocess.run(c, capture_output=True, text=True, env=env) for c in commands]
-        error, listing = done[0].stderr, done[1].stdout
-        codes = (done[0].returncode, done[1].returncode)
-    assert codes == (2, 0), error
+        error, listing, refused = done[0].stderr, done[1].stdout, done[2].stderr
+        codes = (done[0].returncode, done[1].returncode, done[2].returncode)
+    assert codes == (2, 0, 2), error + refused
     lines = error.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in error
     assert lines[0].startswith(f"error: cannot write to the runs folder {runs}: ")
@@ -163,6 +167,8 @@ def test_a_read_only_runs_folder_is_a_one_line_error_and_stays_readable(tmp_path
     assert reason.split(" (fix")[0] in ("Read-only file system", "Permission denied")
     assert lines[0].endswith("(fix: pass a writable --runs-dir)")
     assert clean.run_id in listing  # reading a read-only folder works
+    [line] = refused.strip().splitlines()  # and removing from it is one line
+    assert line.startswith(f"error: could not remove run {clean.run_id} from {runs}: ")
     assert fingerprint(runs) == before
 
 

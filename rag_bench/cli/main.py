@@ -564,7 +564,12 @@ def sql_command(query, schema, allow_files, runs_dir, fmt):
         return
     if not query:
         raise UserMistake(UsageError("no query given", 'e.g. rag-bench sql "SELECT * FROM runs"'))
-    click.echo(render(store.sql(query, allow_files=allow_files), fmt))
+    try:
+        found = store.sql(query, allow_files=allow_files)
+    except KeyboardInterrupt:
+        click.echo("interrupted; nothing was changed", err=True)
+        raise SystemExit(130) from None
+    click.echo(render(found, fmt))
 
 
 @cli.command("report")

@@ -76,6 +76,8 @@ def scan(folder: RunsFolder, upgrade_hint: str) -> Catalog:
     """Read every committed run's manifest and check its tables."""
     catalog = Catalog()
     folder.check()  # a missing bucket is a mistake, unlike a missing local folder
+    if folder.local is not None and folder.local.exists() and not folder.local.is_dir():
+        raise RagBenchError(f"the runs folder {folder} is a file", "name a folder or a URL")
     ids = committed_ids(folder)
     placed = None if folder.local is not None else partitions(folder)
     for run_id in ids:

@@ -167,8 +167,13 @@ class RunsFolder:
 
 def runs_folder(where: str | Path | None = None) -> RunsFolder:
     """The runs folder named by a path or URL; None means ``$RAG_BENCH_RUNS_DIR`` or ``runs/``."""
-    if where is None or where == "":
+    if where is None:
         where = os.environ.get("RAG_BENCH_RUNS_DIR") or Path.cwd() / "runs"
+    if str(where).strip() == "":
+        raise UsageError(
+            "the runs folder is named by an empty string",
+            "name a folder or a URL (e.g. runs or s3://bucket/prefix), or none for ./runs",
+        )
     if isinstance(where, str):
         match = URL.match(where)
         if match:

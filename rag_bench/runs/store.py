@@ -193,6 +193,8 @@ class RunStore:
         found = [] if isinstance(where, Path) else _catalog.partitions(self.folder).get(run_id, [])
         try:
             remove_run(where, found)
+        except OSError as exc:
+            raise write_error(f"could not remove run {run_id} from", self, exc) from None
         finally:
             self.refresh()
         return run_id
