@@ -211,3 +211,23 @@ def test_an_empty_runs_folder_name_is_one_line(tmp_path, rag_bench, monkeypatch)
         out = rag_bench(*command, "--runs-dir", "")
         assert_one_line_error(out, "the runs folder is named by an empty string")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_runs_folder_is_named(tmp_path, rag_bench):
+    missing = tmp_path / "missing"
+    for command in (["runs", "--format", "json"], ["sql", "SELECT count(*) AS n FROM runs"]):
+        out = rag_bench(*command, "--runs-dir", missing)
+        assert out.exit_code == 0
+        warning = f"warning: there is no runs folder {missing} (nothing stored yet)"
+        assert out.stderr.strip() == warning
+    assert not missing.exists()
+
+
+def test_a_report_is_never_written_into_the_runs_folder(folders, rag_bench, clean):
+    pytest.importorskip("plotly")
+    runs, _ = folders
+    before = fingerprint(runs)
+    for target in (runs / "_manifests" / "x.json", runs / "report.html"):
+        out = rag_bench("report", clean.run_id, "--runs-dir", runs, "-o", target)
+        assert_one_line_error(out, "would be written into the runs folder", "outside")
+    assert fingerprint(runs) == before

@@ -627,7 +627,10 @@ def open_store(runs_dir: str | None):
 
 
 def warn_broken(store) -> None:
-    """Report each unreadable run once (for the commands that span all runs)."""
+    """Report a missing runs folder, and each unreadable run once (for the commands that span
+    all runs)."""
+    if not store.exists:
+        click.echo(f"warning: there is no runs folder {store} (nothing stored yet)", err=True)
     for problem in store.broken.values():
         click.echo(f"warning: skipped: {problem}", err=True)
 

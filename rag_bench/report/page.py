@@ -896,8 +896,14 @@ def report(
     Returns the HTML; with ``output`` also writes it there.
     """
     _plotly()  # fail before any work when the extra is missing
+    store = open_runs(runs_dir)
+    if output is not None and store.holds(output):
+        raise UsageError(
+            f"the report would be written into the runs folder {store} ({output})",
+            "write it outside the runs folder",
+        )
     data = report_data(
-        runs_dir,
+        store,
         refs,
         slice_by=slice_by,
         metric=metric,

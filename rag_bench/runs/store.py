@@ -56,6 +56,18 @@ class RunStore:
         return f"RunStore({str(self.folder)!r})"
 
     @property
+    def exists(self) -> bool:
+        """Whether the folder is there (a remote folder is, once its bucket answers)."""
+        return self.folder.local is None or self.folder.local.exists()
+
+    def holds(self, path: str | Path) -> bool:
+        """Whether ``path`` lies inside this (local) runs folder, where only the store writes."""
+        if self.folder.local is None:
+            return False
+        root = Path(os.path.realpath(self.folder.local))
+        return Path(os.path.realpath(path)).is_relative_to(root)
+
+    @property
     def is_default(self) -> bool:
         """Whether this is the folder used when none is named."""
         return self.folder == runs_folder(None)
