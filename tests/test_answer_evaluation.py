@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from runs_helpers import committed_ids, locate, read_table
 
 from conftest import ROOT, SHIPPED
 from rag_bench.components.analyzers import EnglishAnalyzer
@@ -14,7 +15,6 @@ from rag_bench.data.dataset import load_dataset
 from rag_bench.evaluation.answer import AnswerEvidence, answer_metrics, contains, token_f1
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES, diagnose
 from rag_bench.model import Chunk, Claim, Query, Verdict
-from rag_bench.runs.store import committed_ids, locate, read_table
 
 SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 

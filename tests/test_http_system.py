@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import ROOT, assert_one_line_error
-from rag_bench.runs.reader import Store
-from rag_bench.runs.store import read_table
+from rag_bench.runs import open_runs
 
 SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 
@@ -35,12 +34,13 @@ def test_the_service_is_scored_like_a_pipeline(service, rag_bench, tmp_path):
     asked = [r for r in service.requests if r["path"].endswith("/ask")]
     assert sorted(r["body"]["query_id"] for r in asked) == ["q1", "q2"]  # one request per query
     assert all(r["headers"]["authorization"] == "Bearer sk-service-secret" for r in asked)
-    stored = Store.open(runs).get("latest")
-    retrieved = read_table(stored.path, "retrieved").query("stage == 'documents'")
+    store = open_runs(runs)
+    stored = store.get("latest")
+    retrieved = store.retrieved(["latest"]).query("stage == 'documents'")
     assert list(retrieved.query("query_id == 'q2'")["doc_id"]) == ["d3", "d2"]
-    queries = read_table(stored.path, "queries").set_index("query_id")
+    queries = store.queries(["latest"]).set_index("query_id")
     assert queries.loc["q2", "answer"] == "Refunds take 3 to 5 working days [d3]."
-    metrics = read_table(stored.path, "metrics").set_index(["query_id", "metric"])["value"]
+    metrics = store.metrics(["latest"]).set_index(["query_id", "metric"])["value"]
     assert metrics[("q2", "recall@1")] == 1.0 and metrics[("q1", "recall@1")] == 0.5
     assert "sk-service-secret" not in str(stored.manifest)
     again = _run(rag_bench, runs)  # a rerun is answered from the reply cache
@@ -86,5 +86,5 @@ def test_variant_all_leaves_out_variants_that_call_a_service(rag_bench, tmp_path
     runs = tmp_path / "runs"
     out = rag_bench("run", "--variant", "all", "--dataset", SEED, "--k", "1,2", "--runs-dir", runs)
     assert out.exit_code == 0, out.stderr
-    variants = {r.variant for r in Store.open(runs).runs}
+    variants = {r.variant for r in open_runs(runs).list()}
     assert variants == {"baseline", "hybrid", "hybrid_rerank", "recorded"}

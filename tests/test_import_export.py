@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from conftest import SHIPPED, assert_one_line_error
-from rag_bench.runs.reader import Store
-from rag_bench.runs.store import read_table
+from rag_bench.runs import open_runs
 
 
 @pytest.fixture(scope="module", params=["baseline", "hybrid_rerank"])
@@ -27,7 +26,8 @@ def stored(request, tmp_path_factory, index_cache):
 
 
 def _table(runs, ref: str, table: str) -> pd.DataFrame:
-    return read_table(Store.open(runs).get(ref).path, table)
+    store = open_runs(runs)
+    return store.table(table, [store.get(ref).run_id]).drop(columns=["variant"])
 
 
 def test_export_then_import_is_the_same_run(stored, rag_bench, tmp_path):
@@ -143,9 +143,8 @@ def test_a_hand_written_csv_import_reports_the_queries_it_lacks(tmp_path, rag_be
     assert "273 evaluated queries have no record" in out.stderr
     queries = _table(runs, "latest:csv-system", "queries")
     assert sorted(queries["query_id"]) == ["q-nas-001", "q-nas-002"]
-    manifest = Store.open(runs).get("latest:csv-system").manifest
+    manifest = open_runs(runs).get("latest:csv-system").manifest
     assert manifest["outputs"]["n_records"] == 2 and len(manifest["outputs"]["missing"]) == 273
     assert (
-        manifest["dataset"]["sha256"]
-        == Store.open(runs).get("latest").manifest["dataset"]["sha256"]
+        manifest["dataset"]["sha256"] == open_runs(runs).get("latest").manifest["dataset"]["sha256"]
     )

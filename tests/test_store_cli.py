@@ -7,11 +7,19 @@ import json
 import shutil
 
 import pytest
-from runs_helpers import copy_run, locate, manifest_file, read_table, table_file, write_table
+from runs_helpers import (
+    committed_ids,
+    copy_run,
+    locate,
+    manifest_file,
+    partitions,
+    read_table,
+    table_file,
+    write_table,
+)
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
 from rag_bench.experiment.runner import Selection, run_variant
-from rag_bench.runs.store import committed_ids, partitions, runs_folder
 
 SMOKE = Selection(tag="smoke")
 
@@ -409,7 +417,7 @@ def test_rm_asks_then_deletes(rag_bench, store, tmp_path):
     out = rag_bench("rm", ids["baseline"], ids["baseline_old"], "--yes", "--runs-dir", runs)
     assert out.exit_code == 0
     assert committed_ids(runs) == [ids["hybrid_rerank"]]
-    assert list(partitions(runs_folder(runs))) == [ids["hybrid_rerank"]]
+    assert list(partitions(runs)) == [ids["hybrid_rerank"]]
 
 
 def test_a_broken_run_can_be_removed_by_prefix(rag_bench, store, tmp_path):
@@ -420,7 +428,7 @@ def test_a_broken_run_can_be_removed_by_prefix(rag_bench, store, tmp_path):
     assert shown.stderr.count("unreadable") == 1
     out = rag_bench("rm", ids["baseline"][:-2], "--yes", "--runs-dir", runs)
     assert out.exit_code == 0 and ids["baseline"] not in committed_ids(runs)
-    assert ids["baseline"] not in partitions(runs_folder(runs))
+    assert ids["baseline"] not in partitions(runs)
 
 
 def test_compare_collapses_metrics_constant_in_every_query(rag_bench, store):

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, assert_one_line_error
 from rag_bench.errors import UsageError
 from rag_bench.experiment.sweep import point_name, sweep_grid
-from rag_bench.runs.reader import Store
+from rag_bench.runs import open_runs
 
 SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 
@@ -47,7 +47,7 @@ def test_a_sweep_runs_the_grid_and_prints_one_comparison(rag_bench, tmp_path):
         "--sweep", "chunker.size=48,64", "--sweep", "retriever.k1=0.9,1.2", "--format", "json",
     )  # fmt: skip
     assert out.exit_code == 0, out.stderr
-    stored = Store.open(runs).runs
+    stored = open_runs(runs).list()
     names = sorted(r.manifest["name"] for r in stored)
     assert names == [
         "baseline[chunker.size=48,retriever.k1=0.9]",

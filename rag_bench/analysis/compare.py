@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from rag_bench.evaluation.stats import (
     queries_needed,
 )
 from rag_bench.evaluation.summary import slice_order
-from rag_bench.runs.reader import Store, StoredRun
+from rag_bench.runs import RunStore, StoredRun, open_runs
 
 DEFAULT_METRICS = (
     "recall@10",
@@ -47,7 +48,7 @@ class Comparison:
     constant: dict[str, float] = field(default_factory=dict)
 
 
-def _runs(store: Store, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
+def _runs(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
     if len(refs) < 2:
         raise UsageError(
             "compare needs at least two runs",
@@ -71,7 +72,7 @@ def _runs(store: Store, refs: Sequence[str], allow_mismatch: bool) -> list[Store
 
 
 def _load(
-    store: Store, runs: list[StoredRun], metrics: Sequence[str] | None
+    store: RunStore, runs: list[StoredRun], metrics: Sequence[str] | None
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     con = store.connect(runs)
     available = [
@@ -143,7 +144,7 @@ def _row(d: np.ndarray, a: np.ndarray, b: np.ndarray, low: float, high: float, p
 
 
 def compare(
-    store: Store,
+    runs_dir: str | Path | RunStore | None,
     refs: Sequence[str],
     *,
     slice_by: str | None = "category",
@@ -164,11 +165,13 @@ def compare(
     Per slice (plus ``all``) and metric: both means, the delta (b − a), a 95% bootstrap
     interval of the delta, the paired test's p-value, Holm–Bonferroni across the whole table,
     and wins / ties / losses. A metric undefined for a query (NULL) leaves that query out.
+    ``runs_dir`` is the runs folder (a path, URL or :class:`RunStore`; None: the default).
     """
     if test not in TESTS:
         raise UnknownNameError("test", test, list(TESTS))
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha} is not between 0 and 1", "e.g. --alpha 0.05")
+    store = open_runs(runs_dir)
     runs = _runs(store, refs, allow_mismatch)
     values, queries, chosen = _load(store, runs, metrics)
     base = runs[0]
@@ -276,7 +279,7 @@ def parse_drops(specs: Sequence[str]) -> dict[str, float]:
 
 
 def gate(
-    store: Store,
+    runs_dir: str | Path | RunStore | None,
     candidate: str,
     baseline: str,
     max_drops: Mapping[str, float],
@@ -304,7 +307,7 @@ def gate(
     if require not in REQUIRE:
         raise UnknownNameError("gate rule", require, list(REQUIRE))
     result = compare(
-        store,
+        runs_dir,
         [baseline, candidate],
         slice_by=None,
         metrics=list(max_drops),
@@ -383,12 +386,12 @@ def _power_warning(metric, row, mde: float, allowed: float, strictest: float, ru
 # --- per-query diff -----------------------------------------------------------------------
 
 
-def previous_run(store: Store, run: StoredRun) -> StoredRun:
+def previous_run(store: RunStore, run: StoredRun) -> StoredRun:
     """The latest earlier run of the same variant on the same dataset."""
     created = (run.manifest.get("created_at", ""), run.run_id)
     earlier = [
         r
-        for r in store.runs
+        for r in store.list()
         if r.variant == run.variant
         and r.dataset_sha256 == run.dataset_sha256
         and (r.manifest.get("created_at", ""), r.run_id) < created
@@ -419,11 +422,16 @@ def _relevant_top(con, run_id: str, k: int) -> dict[str, dict[str, int]]:
 
 
 def diff(
-    store: Store, ref: str, against: str = "previous", metric: str = "ndcg@10", top: int = 20
+    runs_dir: str | Path | RunStore | None,
+    ref: str,
+    against: str = "previous",
+    metric: str = "ndcg@10",
+    top: int = 20,
 ) -> pd.DataFrame:
     """The queries that got worse and better on ``metric``, with what changed in between."""
     if top < 1:
         raise UsageError(f"--top {top} is below 1", "e.g. --top 20")
+    store = open_runs(runs_dir)
     new = store.get(ref)
     old = previous_run(store, new) if against == "previous" else store.get(against)
     if old.run_id == new.run_id:

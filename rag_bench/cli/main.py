@@ -276,6 +276,13 @@ def _run_or_resume(ctx: click.Context, results: list) -> None:
         executor.close()
 
 
+def _stored(result, results: list) -> None:
+    """Say where a finished run was stored, and keep it for the summary."""
+    shown = f"stored run {result.run_id} ({len(result.queries)} queries) in {result.store}"
+    click.echo(shown, err=True)
+    results.append(result)
+
+
 def _run_with(ctx: click.Context, results: list, executor) -> None:
     from rag_bench.components.registry import registry
     from rag_bench.data.dataset import load_dataset
@@ -308,10 +315,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             progress=_progress("resume"),
             executor=executor,
         )
-        click.echo(
-            f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
-        )
-        results.append(result)
+        _stored(result, results)
         return
     if not variants:
         raise UserMistake(
@@ -341,10 +345,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             progress=_progress(name),
             executor=executor,
         )
-        click.echo(
-            f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
-        )
-        results.append(result)
+        _stored(result, results)
 
 
 def _sweep(p: dict, names: list[str], data, overrides, selection, executor, results) -> None:
@@ -418,9 +419,7 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
 
     claims = None
     if run_ref:
-        from rag_bench.runs.store import read_table
-
-        claims = read_table(open_store(runs_dir).get(run_ref).path, "claims")
+        claims = open_store(runs_dir).claims([run_ref])
     report = assess_judge(load_dataset(dataset or SHIPPED_DATASET), judge, overrides, claims, alpha)
     click.echo(agreement_output(report, fmt))
 
@@ -475,12 +474,12 @@ def runs_command(variant, upgrade, runs_dir, fmt):
     from rag_bench.cli.render import render
     from rag_bench.cli.views import runs_table
 
+    store = open_store(runs_dir)
     if upgrade:
-        from rag_bench.runs.upgrade import upgrade_runs
-
-        for run_id in upgrade_runs(runs_dir):
+        for run_id in store.upgrade():
             click.echo(f"upgraded run {run_id}", err=True)
-    click.echo(render(runs_table(open_store(runs_dir, warn=True), variant), fmt))
+    warn_broken(store)
+    click.echo(render(runs_table(store, variant), fmt))
 
 
 @cli.command("show")
@@ -512,18 +511,15 @@ def show_command(run, slice_by, metrics, runs_dir, fmt):
 @runs_dir_option()
 def rm_command(runs, yes, runs_dir):
     """Delete runs (the only command that deletes anything)."""
-    from rag_bench.runs.store import remove_run
-
     store = open_store(runs_dir)
-    chosen = list(dict.fromkeys(store.folder(ref) for ref in runs))
-    names = ", ".join(folder.name for folder in chosen)
+    chosen = list(dict.fromkeys(store.resolve(ref, include_broken=True) for ref in runs))
     if not yes and not click.confirm(
-        f"Delete {len(chosen)} run(s): {names}?", default=False, err=True
+        f"Delete {len(chosen)} run(s): {', '.join(chosen)}?", default=False, err=True
     ):
         raise click.Abort()
-    for folder in chosen:
-        remove_run(folder)
-        click.echo(f"deleted {folder.name}", err=True)
+    for run_id in chosen:
+        store.remove(run_id)
+        click.echo(f"deleted {run_id}", err=True)
 
 
 @cli.command("compare")
@@ -649,13 +645,19 @@ def sql_command(query, schema, allow_files, runs_dir, fmt):
     """Read-only SQL over the views runs, queries, metrics, retrieved and claims."""
     from rag_bench.cli.render import render
 
-    store = open_store(runs_dir, warn=True)
+    store = open_store(runs_dir)
+    warn_broken(store)
     if schema:
         click.echo(render(store.schema(), fmt))
         return
     if not query:
         raise UserMistake(UsageError("no query given", 'e.g. rag-bench sql "SELECT * FROM runs"'))
-    click.echo(render(store.sql(query, allow_files=allow_files), fmt))
+    try:
+        found = store.sql(query, allow_files=allow_files)
+    except KeyboardInterrupt:
+        click.echo("interrupted; nothing was changed", err=True)
+        raise SystemExit(130) from None
+    click.echo(render(found, fmt))
 
 
 @cli.command("report")
@@ -769,10 +771,10 @@ def import_command(outputs, dataset, name, judge, note, ks, runs_dir, fmt):
 def export_command(run, fmt, stage, dataset, output, runs_dir):
     """Export a run's rankings as a TREC run file, or its outputs for `rag-bench import`."""
     from rag_bench.analysis.export import outputs_records, passage_texts, trec_lines
-    from rag_bench.runs.store import read_table
 
-    stored = open_store(runs_dir).get(run)
-    retrieved = read_table(stored.path, "retrieved")
+    store = open_store(runs_dir)
+    stored = store.get(run)
+    retrieved = store.retrieved([stored.run_id])
     if fmt == "trec":
         text = "\n".join(trec_lines(retrieved, stored.run_id, stage)) + "\n"
         return _emit(text.encode(), output)
@@ -781,7 +783,7 @@ def export_command(run, fmt, stage, dataset, output, runs_dir):
     data = load_dataset(dataset or stored.manifest["dataset"]["path"])
     records = outputs_records(
         stored.manifest,
-        read_table(stored.path, "queries"),
+        store.queries([stored.run_id]),
         retrieved,
         passage_texts(stored.manifest, data),
     )
@@ -803,15 +805,20 @@ def _emit(data: bytes, output: str | None) -> None:
         Path(output).write_bytes(data)
 
 
-def open_store(runs_dir: str | None, warn: bool = False):
-    """The runs folder; ``warn`` reports each unreadable run (for commands spanning all runs)."""
-    from rag_bench.runs.reader import Store
+def open_store(runs_dir: str | None):
+    """The run store of ``--runs-dir`` (a path or URL; unset: the default runs folder)."""
+    from rag_bench.runs import open_runs
 
-    store = Store.open(runs_dir)
-    if warn:
-        for problem in store.broken.values():
-            click.echo(f"warning: skipped: {problem}", err=True)
-    return store
+    return open_runs(runs_dir)
+
+
+def warn_broken(store) -> None:
+    """Report a missing runs folder, and each unreadable run once (for the commands that span
+    all runs)."""
+    if not store.exists:
+        click.echo(f"warning: there is no runs folder {store} (nothing stored yet)", err=True)
+    for problem in store.broken.values():
+        click.echo(f"warning: skipped: {problem}", err=True)
 
 
 def main() -> None:

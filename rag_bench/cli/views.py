@@ -155,10 +155,8 @@ def _slices(metrics: pd.DataFrame, queries: pd.DataFrame, slice_by: str) -> pd.D
 
 
 def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
-    from rag_bench.runs.store import read_table
-
-    frame = read_table(run.path, "metrics")
-    queries = read_table(run.path, "queries")
+    frame = store.metrics([run.run_id])
+    queries = store.queries([run.run_id])
     names = metrics or headline_metrics(run.manifest.get("ks", [10]))
     known = set(frame["metric"])
     for name in names:

@@ -24,7 +24,6 @@ import json
 import os
 import random
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +36,7 @@ import numpy as np
 
 from rag_bench.errors import RagBenchError, UsageError, import_backend
 from rag_bench.io.cache import default_cache_dir, digest
+from rag_bench.io.durable import atomic_write
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -390,10 +390,7 @@ class LLMClient:
         path = self._cache_path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            handle, staging = tempfile.mkstemp(prefix=f".{key[:8]}-", dir=path.parent)
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(entry, out, ensure_ascii=False)
-            os.replace(staging, path)
+            atomic_write(path, json.dumps(entry, ensure_ascii=False).encode("utf-8"))
         except OSError:
             return  # an unwritable cache only costs money on the next run
 
