@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+SHORT_LIST = 12  # known names listed in full up to this many
+
 
 class RagBenchError(Exception):
     """A mistake the user can fix; ``hint`` says how."""
@@ -45,18 +47,30 @@ class DataError(RagBenchError):
 
 
 class UnknownNameError(RagBenchError):
-    """A name (metric, variant, component, parameter) that no registry knows."""
+    """A name (metric, variant, component, parameter) that no registry knows: the hint offers
+    the close names (difflib), and lists all of them when there are few or none is close."""
 
     exit_code = 2
 
-    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]):
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        known: list[str] | tuple[str, ...],
+        close: list[str] | None = None,
+    ):
+        import difflib
+
         self.kind = kind
         self.name = name
         self.known = sorted(known)
-        super().__init__(
-            f"unknown {kind} {name!r}",
-            f"use one of: {', '.join(self.known)}",
-        )
+        self.close = difflib.get_close_matches(name, self.known, n=3) if close is None else close
+        hints = []
+        if self.close:
+            hints.append(f"did you mean {' or '.join(repr(c) for c in self.close)}?")
+        if not self.close or len(self.known) <= SHORT_LIST:
+            hints.append(f"use one of: {', '.join(self.known)}")
+        super().__init__(f"unknown {kind} {name!r}", "; ".join(hints))
 
 
 class UsageError(RagBenchError):

@@ -9,20 +9,16 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
-from rag_bench.evaluation.answer import LOWER_IS_BETTER
+from rag_bench.evaluation.measures import (
+    canonical,
+    canonical_names,
+    headline_metrics,
+    improvement,
+    not_stored,
+)
 from rag_bench.evaluation.stats import TESTS, bootstrap_cis, holm, paired_p_values
 from rag_bench.runs.reader import Store, StoredRun
 
-DEFAULT_METRICS = (
-    "recall@10",
-    "mrr@10",
-    "ndcg@10",
-    "faithfulness",
-    "citation_precision",
-    "answer_exact",
-    "correct_refusal",
-    "over_refusal",
-)
 SLICES = ("category", "tag", "failure_class")
 CATEGORY_ORDER = ("literal", "paraphrase", "multi-hop", "unanswerable")
 TIE = 1e-12
@@ -68,10 +64,11 @@ def _load(
     available = [
         r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY metric").fetchall()
     ]
-    chosen = list(metrics) if metrics else [m for m in DEFAULT_METRICS if m in available]
+    chosen = canonical_names(metrics) if metrics else headline_metrics()
+    chosen = chosen if metrics else [m for m in chosen if m in available]
     for metric in chosen:
         if metric not in available:
-            raise UnknownNameError("metric in these runs", metric, available)
+            raise not_stored("metric in these runs", metric, available)
     listing = ", ".join("'" + m.replace("'", "''") + "'" for m in chosen)
     values = con.sql(
         f"SELECT run_id, query_id, metric, value FROM metrics WHERE metric IN ({listing})"
@@ -103,18 +100,26 @@ def slice_order(labels: set[str]) -> list[str]:
 
 
 def _statistics(
-    pairs: list[tuple[np.ndarray, np.ndarray]], test: str, resamples: int, seed: int
+    pairs: list[tuple[np.ndarray, np.ndarray]],
+    metrics: list[str],
+    test: str,
+    resamples: int,
+    seed: int,
 ) -> list[dict]:
     """Means, delta, bootstrap interval, p-value and wins/ties/losses of each (a, b) pair of
-    value arrays; computed together, so the resamples of pairs with as many queries are drawn
-    once (the numbers are those of one pair at a time)."""
+    value arrays of ``metrics``; computed together, so the resamples of pairs with as many
+    queries are drawn once (the numbers are those of one pair at a time)."""
     ds = [b - a for a, b in pairs]
     intervals = bootstrap_cis(ds, resamples=resamples, seed=seed)
     p_values = paired_p_values(ds, test, resamples, seed)
-    return [_row(d, a, b, *ci, p) for d, (a, b), ci, p in zip(ds, pairs, intervals, p_values)]
+    return [
+        _row(d, a, b, *ci, p, improvement(m, d))
+        for d, (a, b), ci, p, m in zip(ds, pairs, intervals, p_values, metrics)
+    ]
 
 
-def _row(d: np.ndarray, a: np.ndarray, b: np.ndarray, low: float, high: float, p: float) -> dict:
+def _row(d, a, b, low: float, high: float, p: float, gain: np.ndarray) -> dict:
+    """One pair's numbers; ``gain`` is ``d`` turned so that positive is better (a win)."""
     return {
         "mean_a": float(a.mean()),
         "mean_b": float(b.mean()),
@@ -122,9 +127,9 @@ def _row(d: np.ndarray, a: np.ndarray, b: np.ndarray, low: float, high: float, p
         "ci_low": low,
         "ci_high": high,
         "p_value": p,
-        "wins": int(np.sum(d > TIE)),
+        "wins": int(np.sum(gain > TIE)),
         "ties": int(np.sum(np.abs(d) <= TIE)),
-        "losses": int(np.sum(d < -TIE)),
+        "losses": int(np.sum(gain < -TIE)),
         "n": len(d),
     }
 
@@ -145,7 +150,8 @@ def compare(
 
     Per slice (plus ``all``) and metric: both means, the delta (b − a), a 95% bootstrap
     interval of the delta, the paired test's p-value, Holm–Bonferroni across the whole table,
-    and wins / ties / losses. A metric undefined for a query (NULL) leaves that query out.
+    and wins / ties / losses (a win is a change for the better, which for a lower-is-better
+    metric is a fall). A metric undefined for a query (NULL) leaves that query out.
     """
     if test not in TESTS:
         raise UnknownNameError("test", test, list(TESTS))
@@ -186,7 +192,7 @@ def compare(
                 compared.append(
                     (chosen_rows[base.run_id].to_numpy(), chosen_rows[other.run_id].to_numpy())
                 )
-    stats = _statistics(compared, test, resamples, seed)
+    stats = _statistics(compared, [key["metric"] for key in keys], test, resamples, seed)
     table = pd.DataFrame([key | row for key, row in zip(keys, stats)])
     if table.empty:
         raise RagBenchError(
@@ -228,21 +234,52 @@ class GateResult:
 
 
 def parse_drops(specs: Sequence[str]) -> dict[str, float]:
+    """``["recall@10=0.02", …]`` as ``{metric: allowed drop}``, metric names made canonical."""
     drops = {}
     for spec in specs:
         metric, sep, amount = spec.partition("=")
         try:
             value = float(amount)
         except ValueError:
-            value = -1.0
-        if not sep or not metric.strip() or value < 0:
+            value = None
+        if not sep or not metric.strip() or value is None:
             raise UsageError(
                 f"--max-drop {spec!r} is not metric=amount", "e.g. --max-drop recall@10=0.02"
             )
-        drops[metric.strip()] = value
+        drops[canonical(metric)] = value
     if not drops:
         raise UsageError("the gate needs at least one --max-drop", "e.g. --max-drop recall@10=0.02")
     return drops
+
+
+def _allowances(max_drops: Mapping[str, float]) -> dict[str, float]:
+    """The allowances under canonical names, each a finite number ≥ 0."""
+    out = {}
+    for metric, allowed in max_drops.items():
+        if not isinstance(allowed, int | float) or not 0 <= allowed < float("inf"):
+            raise UsageError(
+                f"max_drops[{metric!r}] = {allowed!r} is not a finite number ≥ 0",
+                f"allow a drop such as {metric}=0.02 (0: no drop at all)",
+            )
+        out[canonical(metric)] = float(allowed)
+    if not out:
+        raise UsageError("the gate needs at least one allowed drop", "e.g. recall@10=0.02")
+    return out
+
+
+def _verdict(drop: float, allowed: float, p_adjusted: float, alpha: float) -> tuple[str, str]:
+    """Pass or fail, and why; ``drop`` is how much the metric got worse (negative: better)."""
+    if drop <= TIE:
+        change = "improved" if drop < -TIE else "unchanged"
+        amount = f" by {-drop:.4f}" if drop < -TIE else ""
+        return "pass", f"{change}{amount} (allowed drop {allowed})"
+    if drop <= allowed:
+        return "pass", f"worsened by {drop:.4f}, within the allowed {allowed}"
+    if p_adjusted < alpha:
+        return "fail", f"worsened by {drop:.4f} > {allowed}, significant (p_adj {p_adjusted:.4f})"
+    return "pass", (
+        f"worsened by {drop:.4f} > {allowed} but not significant (p_adj {p_adjusted:.4f})"
+    )
 
 
 def gate(
@@ -258,14 +295,15 @@ def gate(
 ) -> GateResult:
     """Fail when a metric worsens by more than its allowance and the change is significant.
 
-    Worse means lower, except for the metrics where lower is better (``over_refusal``,
-    ``answered_unanswerable``), where a rise is the regression.
+    Worse is read from the metric catalogue: lower, except for the metrics where lower is better
+    (``over_refusal``, ``answered_unanswerable``), where a rise is the regression.
     """
+    allowances = _allowances(max_drops)
     result = compare(
         store,
         [baseline, candidate],
         slice_by=None,
-        metrics=list(max_drops),
+        metrics=list(allowances),
         test=test,
         alpha=alpha,
         resamples=resamples,
@@ -273,24 +311,9 @@ def gate(
     )
     rows = []
     for _, row in result.rows.iterrows():
-        allowed = max_drops[row["metric"]]
-        drop = row["delta"] if row["metric"] in LOWER_IS_BETTER else -row["delta"]
-        if drop > allowed and row["p_adjusted"] < alpha:
-            verdict, reason = (
-                "fail",
-                f"worsened by {drop:.4f} > {allowed}, significant (p_adj {row['p_adjusted']:.4f})",
-            )
-        elif drop > allowed:
-            verdict, reason = (
-                "pass",
-                f"worsened by {drop:.4f} > {allowed} but not significant "
-                f"(p_adj {row['p_adjusted']:.4f})",
-            )
-        else:
-            verdict, reason = (
-                "pass",
-                f"worsened by {max(drop, 0.0):.4f}, within the allowed {allowed}",
-            )
+        allowed = allowances[row["metric"]]
+        drop = -improvement(row["metric"], row["delta"])
+        verdict, reason = _verdict(drop, allowed, row["p_adjusted"], alpha)
         rows.append(
             {
                 "metric": row["metric"],
@@ -349,7 +372,9 @@ def _relevant_top(con, run_id: str, k: int) -> dict[str, dict[str, int]]:
 def diff(
     store: Store, ref: str, against: str = "previous", metric: str = "ndcg@10", top: int = 20
 ) -> pd.DataFrame:
-    """The queries that got worse and better on ``metric``, with what changed in between."""
+    """The queries that got worse and better on ``metric`` (worse: lower, or higher for a
+    lower-is-better metric), with what changed in between."""
+    metric = canonical(metric)
     if top < 1:
         raise UsageError(f"--top {top} is below 1", "e.g. --top 20")
     new = store.get(ref)
@@ -361,7 +386,7 @@ def diff(
     con = store.connect([old, new])
     available = [r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY 1").fetchall()]
     if metric not in available:
-        raise UnknownNameError("metric in these runs", metric, available)
+        raise not_stored("metric in these runs", metric, available)
     frame = con.execute(
         "SELECT o.query_id, q.category, o.value AS before, n.value AS after, "
         "n.value - o.value AS delta, "
@@ -375,15 +400,16 @@ def diff(
     ).df()
     k = metric_cutoff(metric)
     before, after = _relevant_top(con, old.run_id, k), _relevant_top(con, new.run_id, k)
+    frame["_gain"] = improvement(metric, frame["delta"])
     worse = (
-        frame[frame["delta"] < -TIE]
-        .sort_values(["delta", "query_id"])
+        frame[frame["_gain"] < -TIE]
+        .sort_values(["_gain", "query_id"])
         .head(top)
         .assign(change="worse")
     )
     better = (
-        frame[frame["delta"] > TIE]
-        .sort_values(["delta", "query_id"], ascending=[False, True])
+        frame[frame["_gain"] > TIE]
+        .sort_values(["_gain", "query_id"], ascending=[False, True])
         .head(top)
         .assign(change="better")
     )

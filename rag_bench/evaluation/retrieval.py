@@ -21,7 +21,12 @@ import pyarrow.compute as pc
 from rag_bench.data.qrels import Qrels, load_qrels
 from rag_bench.data.rankings import Run, load_run
 from rag_bench.errors import DataError, UsageError
-from rag_bench.evaluation.measures import DEFAULT_EVAL_MEASURES, Measure, parse_measures
+from rag_bench.evaluation.measures import (
+    DEFAULT_EVAL_MEASURES,
+    RANKING,
+    Measure,
+    parse_measures,
+)
 from rag_bench.io.tabular import ROW_BLOCK, IdColumn, combine_keys, run_starts, scaled_keys
 
 
@@ -438,8 +443,8 @@ def evaluate_run(
 
 def _as_measures(metrics) -> list[Measure]:
     if isinstance(metrics, str):
-        return parse_measures(metrics)
+        return parse_measures(metrics, groups=(RANKING,))
     items = list(metrics)
     if items and all(isinstance(m, Measure) for m in items):
         return items
-    return parse_measures([str(m) for m in items])
+    return parse_measures([str(m) for m in items], groups=(RANKING,))
