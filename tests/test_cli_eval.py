@@ -80,9 +80,23 @@ def test_beir_qrels_are_accepted(rag_bench, tmp_path):
     assert trec == tsv
 
 
-def test_unknown_metric_lists_valid_names(rag_bench):
+def test_unknown_metric_gets_a_suggestion(rag_bench):
     out = rag_bench("eval", "--qrels", QRELS, "--run", RUN, "--metrics", "ndgc@10")
-    assert_one_line_error(out, "ndgc@10", "ndcg@k", "precision@k", "rprec")
+    assert_one_line_error(out, "ndgc@10", "did you mean 'ndcg@10'?")
+    out = rag_bench("eval", "--qrels", QRELS, "--run", RUN, "--metrics", "faithfulness")
+    assert_one_line_error(out, "'faithfulness' cannot be computed here", "precision@k", "rprec")
+
+
+def test_trec_eval_names_are_shown_canonically(rag_bench):
+    out = rag_bench(
+        "eval", "--qrels", QRELS, "--run", RUN, "--metrics", "P_5,ndcg_cut.10,RR", "--format", "csv"
+    )
+    assert out.exit_code == 0, out.stderr
+    assert [line.split(",")[0] for line in out.stdout.splitlines()[1:]] == [
+        "precision@5",
+        "ndcg@10",
+        "mrr",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -103,7 +103,7 @@ def test_a_name_like_nothing_lists_the_known_forms():
 
 def test_groups_restrict_what_is_accepted():
     assert parse_measure("P_10", groups=(RANKING,)) == Measure("precision", 10)
-    with pytest.raises(UnknownNameError):
+    with pytest.raises(UsageError, match="claims metric 'faithfulness' cannot be computed"):
         parse_measure("faithfulness", groups=(RANKING,))
 
 

@@ -251,10 +251,10 @@ def _families(groups: Iterable[str] | None) -> list[Family]:
 _HEAD_AND_CUTOFF = re.compile(r"^(?P<head>.+?)(?:[@._](?P<k>\d+))?$")
 
 
-def _spellings(groups: Iterable[str] | None) -> dict[str, tuple[Family, bool]]:
+def _spellings() -> dict[str, tuple[Family, bool]]:
     """Every spelling of a family, lower-cased, with whether it must carry a cutoff."""
     out: dict[str, tuple[Family, bool]] = {}
-    for family in _families(groups):
+    for family in FAMILIES.values():
         for spelling in (family.name, *family.aliases):
             out[spelling.lower()] = (family, False)
         for spelling in family.cut_aliases:
@@ -269,8 +269,13 @@ def parse_measure(name: str, groups: Iterable[str] | None = None) -> Measure:
     text = str(name).strip()
     head, sep, cutoff_text = text.partition("@")
     family = FAMILIES.get(head)
-    if family is None or (groups is not None and family.group not in set(groups)):
-        family, cutoff_text, sep = _alias(text, groups)
+    if family is None:
+        family, cutoff_text, sep = _alias(text)
+    if groups is not None and family.group not in set(groups):
+        raise UsageError(
+            f"{family.group} metric {text!r} cannot be computed here",
+            f"name one of: {', '.join(known_forms(groups))}",
+        )
     if not sep:
         if family.cutoff is Cutoff.REQUIRED:
             raise UsageError(
@@ -287,15 +292,15 @@ def parse_measure(name: str, groups: Iterable[str] | None = None) -> Measure:
     return Measure(family.name, int(cutoff_text))
 
 
-def _alias(text: str, groups: Iterable[str] | None) -> tuple[Family, str, str]:
+def _alias(text: str) -> tuple[Family, str, str]:
     """The family, cutoff text and separator of a name in another tool's spelling."""
     match = _HEAD_AND_CUTOFF.match(text)
     head, cutoff_text = (match["head"], match["k"] or "") if match else (text, "")
-    spellings = _spellings(groups)
+    spellings = _spellings()
     found = spellings.get(head.lower())
     if found is None:
         raise UnknownNameError(
-            "metric", text, known_forms(groups), close=_close(head, cutoff_text, spellings)
+            "metric", text, known_forms(), close=_close(head, cutoff_text, spellings)
         )
     family, needs_cutoff = found
     if needs_cutoff and not cutoff_text:
