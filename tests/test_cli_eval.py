@@ -122,7 +122,7 @@ def test_bad_run_files(rag_bench, tmp_path, content, fragments):
     ("content", "fragments"),
     [
         ("q1 0 d1 1\nq1 0 d2 1.5\n", ["qrels.txt:2", "'1.5'", "whole number"]),
-        ("q1 0 d1 -1\n", ["qrels.txt:1", "whole number"]),
+        ("q1 0 d1 -1\nq1 0 d2 200\n", ["qrels.txt:2", "whole number from -127 to 127"]),
         ("q1 0 d1 1\nq1 0 d1 2\n", ["qrels.txt:2", "twice"]),
         ("q1 0 d1 1 extra more\n", ["qrels.txt:1", "3 fields (BEIR) or 4 (TREC)"]),
         ("q1 0 d1 1\nq1 0 d2\n", ["qrels.txt:2", "expected 4 fields"]),
