@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.measures import (
     canonical,
     canonical_names,
@@ -16,7 +16,13 @@ from rag_bench.evaluation.measures import (
     improvement,
     not_stored,
 )
-from rag_bench.evaluation.stats import TESTS, bootstrap_cis, holm, paired_p_values
+from rag_bench.evaluation.stats import (
+    MAX_RESAMPLES,
+    TESTS,
+    bootstrap_cis,
+    holm,
+    paired_p_values,
+)
 from rag_bench.runs.reader import Store, StoredRun
 
 SLICES = ("category", "tag", "failure_class")
@@ -155,8 +161,8 @@ def compare(
     """
     if test not in TESTS:
         raise UnknownNameError("test", test, list(TESTS))
-    if not 0 < alpha < 1:
-        raise UsageError(f"--alpha {alpha} is not between 0 and 1", "e.g. --alpha 0.05")
+    check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
+    check_number("resamples", resamples, 1, MAX_RESAMPLES, whole=True)
     runs = _runs(store, refs, allow_mismatch)
     values, queries, chosen = _load(store, runs, metrics)
     base = runs[0]
@@ -256,12 +262,7 @@ def _allowances(max_drops: Mapping[str, float]) -> dict[str, float]:
     """The allowances under canonical names, each a finite number ≥ 0."""
     out = {}
     for metric, allowed in max_drops.items():
-        if not isinstance(allowed, int | float) or not 0 <= allowed < float("inf"):
-            raise UsageError(
-                f"max_drops[{metric!r}] = {allowed!r} is not a finite number ≥ 0",
-                f"allow a drop such as {metric}=0.02 (0: no drop at all)",
-            )
-        out[canonical(metric)] = float(allowed)
+        out[canonical(metric)] = float(check_number("max_drops", allowed, 0, key=metric))
     if not out:
         raise UsageError("the gate needs at least one allowed drop", "e.g. recall@10=0.02")
     return out
@@ -375,8 +376,7 @@ def diff(
     """The queries that got worse and better on ``metric`` (worse: lower, or higher for a
     lower-is-better metric), with what changed in between."""
     metric = canonical(metric)
-    if top < 1:
-        raise UsageError(f"--top {top} is below 1", "e.g. --top 20")
+    check_number("top", top, 1, whole=True)
     new = store.get(ref)
     old = previous_run(store, new) if against == "previous" else store.get(against)
     if old.run_id == new.run_id:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rag_bench import __version__
-from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.errors import ParameterError, RagBenchError, UsageError
 from rag_bench.pipeline.executors import EXECUTORS
 
 
@@ -24,8 +24,19 @@ class Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except ParameterError as error:
+            flag = self.flag(ctx, error.parameter)
+            raise UserMistake(error.as_flag(flag) if flag else error) from None
         except RagBenchError as error:
             raise UserMistake(error) from None
+
+    def flag(self, ctx: click.Context, parameter: str) -> str | None:
+        """The flag of the running command that sets a library parameter, if it has one."""
+        command = self.get_command(ctx, ctx.invoked_subcommand or "")
+        for option in command.params if command else ():
+            if option.name == parameter and option.opts:
+                return option.opts[0]
+        return None
 
 
 def format_option(choices: tuple[str, ...] = ("table", "json", "csv")):
@@ -99,7 +110,7 @@ def _split(value: str) -> list[str]:
 
 def _cutoffs(value: str) -> list[int]:
     try:
-        return [int(v) for v in _split(value)]
+        return [int(v) for v in _split(value) or [""]]
     except ValueError:
         raise UserMistake(
             UsageError(f"--k {value!r} is not a list of whole numbers", "e.g. --k 1,5,10")

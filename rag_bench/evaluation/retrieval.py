@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from rag_bench.data.qrels import Qrels, load_qrels
 from rag_bench.data.rankings import Run, load_run
-from rag_bench.errors import DataError, UsageError
+from rag_bench.errors import DataError, check_number
 from rag_bench.evaluation.measures import (
     DEFAULT_EVAL_MEASURES,
     RANKING,
@@ -252,8 +252,7 @@ def rank_and_judge(
     qrels: Qrels, run: Run, *, complete: bool = False, rel_level: int = 1
 ) -> RankedJudgements:
     """Join a run with its qrels over the queries to evaluate (trec_eval's rules)."""
-    if rel_level < 1:
-        raise UsageError(f"--rel-level {rel_level} is below 1", "relevant means grade ≥ 1 or more")
+    check_number("rel_level", rel_level, 1, whole=True)
     evaluated = _evaluated_queries(qrels, run, complete)
     run_queries = _Queries.of(run.frame["query_id"], evaluated)
     qrels_qidx = _Queries.of(qrels.frame["query_id"], evaluated).index()

@@ -33,7 +33,7 @@ from rag_bench.analysis.compare import (
     query_slices,
     slice_order,
 )
-from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES
 from rag_bench.evaluation.measures import (
     canonical,
@@ -42,7 +42,7 @@ from rag_bench.evaluation.measures import (
     lower_is_better,
     not_stored,
 )
-from rag_bench.evaluation.stats import bootstrap_ci
+from rag_bench.evaluation.stats import MAX_RESAMPLES, bootstrap_ci
 from rag_bench.runs.reader import Store, StoredRun
 
 INSTALL = "pip install 'rag-bench[report]'"
@@ -402,10 +402,8 @@ def report_data(
     allow_mismatch: bool = False,
 ) -> ReportData:
     """Read the runs and build every table of the report (no HTML yet)."""
-    if top < 0:
-        raise UsageError(f"--top {top} is below 0", "e.g. --top 10")
-    if resamples < 1:
-        raise UsageError(f"--resamples {resamples} is below 1", "e.g. --resamples 10000")
+    check_number("top", top, 0, whole=True)
+    check_number("resamples", resamples, 1, MAX_RESAMPLES, whole=True)
     metric = canonical(metric)
     runs = _resolve(store, refs, allow_mismatch)
     con = store.connect(runs)
