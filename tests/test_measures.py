@@ -3,13 +3,20 @@ metric (direction, scope, headline) checked against the code that computes the m
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 from rag_bench.components.analyzers import EnglishAnalyzer
 from rag_bench.errors import UnknownNameError, UsageError
-from rag_bench.evaluation.answer import AnswerEvidence, answer_metrics
+from rag_bench.evaluation.answer import (
+    AnswerEvidence,
+    answer_metrics,
+    claim_metrics,
+    context_metrics,
+    response_metrics,
+)
 from rag_bench.evaluation.measures import (
     FAMILIES,
     RANKING,
@@ -146,10 +153,14 @@ def test_headline_metrics_at_the_cutoffs_of_a_run():
     assert headline_metrics((1, 3, 5), brief=True) == ["recall@5", "ndcg@5", "faithfulness"]
 
 
-def test_catalogue_rows_say_everything_of_every_family():
-    rows = catalogue_rows()
-    assert len(rows) == len(FAMILIES)
+def test_the_metrics_command_lists_the_catalogue(rag_bench):
+    out = rag_bench("metrics", "--format", "json")
+    assert out.exit_code == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert rows == catalogue_rows() and len(rows) == len(FAMILIES)
     assert all(row["definition"] and row["better"] in ("higher", "lower") for row in rows)
+    over = next(row for row in rows if row["metric"] == "over_refusal")
+    assert (over["better"], over["unanswerable"]) == ("lower", "no")
 
 
 def test_answer_metrics_are_stored_in_the_order_they_always_were():
@@ -176,9 +187,9 @@ def test_answer_metrics_are_stored_in_the_order_they_always_were():
 CHUNKS = [Chunk("d1#0", "d1", 0, 0, "Opened items can be returned within 30 days.")]
 
 
-def answered(query: Query) -> dict[str, float | None]:
-    """The answer metrics of a cited, judged answer that was not a refusal."""
-    evidence = AnswerEvidence(
+def evidence_of(query: Query) -> AnswerEvidence:
+    """A cited, judged answer that was not a refusal."""
+    return AnswerEvidence(
         query,
         "Opened items can be returned within 30 days [d1].",
         False,
@@ -187,7 +198,16 @@ def answered(query: Query) -> dict[str, float | None]:
         CHUNKS,
         {"d1": 2},
     )
-    return answer_metrics(evidence, [1], EnglishAnalyzer())
+
+
+def test_every_computed_answer_metric_is_in_the_catalogue_and_back():
+    evidence, analyzer = evidence_of(Query("q", "How long?", answer="30 days")), EnglishAnalyzer()
+    computed = {
+        **claim_metrics(evidence),
+        **response_metrics(evidence, analyzer),
+        **context_metrics(evidence, [1, 5], analyzer),
+    }
+    assert sorted(computed) == sorted(answer_metric_names([1, 5]))
 
 
 @pytest.mark.parametrize("should_refuse", [False, True])
@@ -198,7 +218,7 @@ def test_each_answer_metric_is_defined_exactly_on_the_queries_its_scope_says(sho
         answer=None if should_refuse else "30 days",
         should_refuse=should_refuse,
     )
-    values = answered(query)
+    values = answer_metrics(evidence_of(query), [1], EnglishAnalyzer())
     for name, value in values.items():
         scope = FAMILIES[parse_measure(name).family].scope
         defined = scope is Scope.ALL or (scope is Scope.UNANSWERABLE) == should_refuse

@@ -331,6 +331,19 @@ def variants_command(fmt):
     )
 
 
+@cli.command("metrics")
+@format_option(("table", "json", "csv", "markdown"))
+def metrics_command(fmt):
+    """List every metric: its forms, group, which way is better, whether unanswerable queries
+    have it, other tools' spellings, and its definition."""
+    import pandas as pd
+
+    from rag_bench.cli.render import render
+    from rag_bench.evaluation.measures import catalogue_rows
+
+    click.echo(render(pd.DataFrame(catalogue_rows()), fmt))
+
+
 @cli.command("judge-agreement")
 @click.option("--judge", default="lexical", show_default=True, help="The judge to assess.")
 @click.option(

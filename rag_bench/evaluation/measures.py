@@ -401,7 +401,7 @@ def catalogue_rows() -> list[dict[str, str]]:
             "group": f.group,
             "better": f.better.value,
             "unanswerable": "yes" if f.defined_for_unanswerable else "no",
-            "also": ", ".join((*f.aliases, *f.cut_aliases)),
+            "also": ", ".join((*f.aliases, *(f"{a}_k" for a in f.cut_aliases))),
             "definition": f.definition,
         }
         for f in FAMILIES.values()
