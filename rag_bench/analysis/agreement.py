@@ -16,7 +16,7 @@ from scipy import stats
 
 from rag_bench.components.chunking import WholeDocument
 from rag_bench.data.dataset import Dataset
-from rag_bench.errors import RagBenchError
+from rag_bench.errors import RagBenchError, check_number
 from rag_bench.model import Claim, Query
 
 
@@ -173,6 +173,7 @@ def assess_judge(
     judge), also the prediction-powered interval of that run's true supported share."""
     from rag_bench.components.registry import VariantSpec, build, resolve
 
+    check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
     resolved = resolve(VariantSpec("judge-agreement", {"judge": {"name": judge}}), overrides)
     agreement = judge_agreement(
         dataset, build("judge", resolved["judge"]), build("analyzer", resolved["analyzer"]), judge
