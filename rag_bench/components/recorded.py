@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_bench.components.base import Capability, Retriever
 from rag_bench.components.registry import component
 from rag_bench.data.dataset import Dataset
 from rag_bench.errors import RagBenchError
@@ -13,10 +14,11 @@ from rag_bench.model import Chunk, Hits, Query
 
 
 @component("retriever", "recorded", description="replays the rankings recorded in answers.jsonl")
-class RecordedRetriever:
+class RecordedRetriever(Retriever):
+    capabilities = frozenset({Capability.PREPARE, Capability.SELECTS_QUERIES})
     stage = "recorded"
 
-    def bind(self, dataset: Dataset, chunks: Sequence[Chunk]) -> None:
+    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         if not dataset.answers:
             raise RagBenchError(
                 f"dataset {dataset.name!r} has no answers.jsonl to replay",

@@ -8,13 +8,18 @@ error message is read from these registries.
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable, Iterable
+import math
+import types as pytypes
+import typing
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import metadata
 from typing import Any
 
+from rag_bench.components import base
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 
 COMPONENT_GROUP = "rag_bench.components"
@@ -35,12 +40,16 @@ SLOT_KINDS = {
 
 @dataclass(frozen=True)
 class ComponentSpec:
-    """A named, parameterised building block: ``factory(**params)`` makes one."""
+    """A named, parameterised building block: ``factory(**params)`` makes one.
+
+    ``params`` are the defaults and ``types`` the declared types of its parameters, both read
+    from ``factory.__init__`` (see :func:`parameters`)."""
 
     kind: str
     name: str
     factory: Callable[..., Any]
     params: dict[str, Any] = field(default_factory=dict)
+    types: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     requires: str | None = None  # the pip install that provides an optional backend
     origin: str = "?"
@@ -56,23 +65,56 @@ class VariantSpec:
     origin: str = "?"
 
 
-def component(
-    kind: str, name: str, *, description: str = "", requires: str | None = None, **params
-):
-    """Class decorator attaching a :class:`ComponentSpec` (defaults = ``params``) as ``.spec``."""
+def component(kind: str, name: str, *, description: str = "", requires: str | None = None):
+    """Class decorator attaching a :class:`ComponentSpec` as ``.spec``; the parameters come
+    from the class's ``__init__``, the description from the docstring's first line unless
+    given."""
 
     def attach(cls):
-        cls.spec = ComponentSpec(
-            kind,
-            name,
-            cls,
-            dict(params),
-            description or (cls.__doc__ or "").strip().split("\n")[0],
-            requires,
-        )
+        defaults, types = parameters(cls)
+        summary = description or (cls.__doc__ or "").strip().split("\n")[0]
+        cls.spec = ComponentSpec(kind, name, cls, defaults, types, summary, requires)
         return cls
 
     return attach
+
+
+def parameters(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A component class's parameters: the keyword parameters of its ``__init__`` with their
+    defaults, and their types (the annotation, else the type of the default). An ``__init__``
+    taking ``**kwargs`` passes them to its base class, whose parameters follow."""
+    defaults: dict[str, Any] = {}
+    types: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        if klass is object or klass.__module__ in ("typing", base.__name__):
+            break  # the contracts declare no parameters
+        init = klass.__dict__.get("__init__")
+        if init is None or init is object.__init__:
+            continue
+        passes_on = False
+        hints = _hints(init)
+        for p in list(inspect.signature(init).parameters.values())[1:]:
+            if p.kind is p.VAR_KEYWORD:
+                passes_on = True
+            elif p.default is p.empty:
+                raise RagBenchError(
+                    f"parameter {p.name!r} of {cls.__qualname__} has no default",
+                    "give every __init__ parameter of a component a default",
+                )
+            elif p.name not in defaults:
+                defaults[p.name] = p.default
+                types[p.name] = hints.get(p.name, type(p.default))
+        if not passes_on:
+            break
+    return defaults, types
+
+
+def _hints(init: Callable) -> dict[str, Any]:
+    """The evaluated annotations of an ``__init__`` (none when one cannot be evaluated)."""
+    try:
+        return typing.get_type_hints(init)
+    except Exception:  # a name only imported under TYPE_CHECKING, a typo: types unknown
+        return {}
 
 
 def _entries(group: str) -> Iterable[tuple[Any, str]]:
@@ -92,6 +134,8 @@ class Registry:
     variants: dict[str, VariantSpec]
 
     def add_component(self, spec: ComponentSpec, origin: str) -> None:
+        """Register a component once it satisfies its slot's contract."""
+        base.declared(spec.kind, spec.factory)
         self.components[(spec.kind, spec.name)] = replace(spec, origin=origin)
 
     def add_variant(self, spec: VariantSpec, origin: str) -> None:
@@ -126,27 +170,92 @@ def registry() -> Registry:
 # --- resolving a variant's parameters ----------------------------------------------------
 
 
-def _coerce(value: Any, default: Any, where: str) -> Any:
-    """Give an override the type of the parameter's default."""
-    if default is None or isinstance(value, type(default)):
-        return value
-    try:
-        if isinstance(default, bool):
-            if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-                return value.lower() in ("true", "1", "yes")
-            raise ValueError
-        if isinstance(default, (int, float)) and not isinstance(value, bool):
-            return type(default)(value)
-        if isinstance(default, str):
-            return str(value)
-        if isinstance(default, (list, tuple)) and isinstance(value, str):
-            return type(default)(v.strip() for v in value.split(","))
-    except (TypeError, ValueError):
-        pass
+TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def coerce(value: Any, declared: Any, where: str) -> Any:
+    """An override as a value of the parameter's declared type, or a :class:`UsageError`
+    naming the parameter and the type (NaN and infinity are no floats here)."""
+    origin, args = typing.get_origin(declared), typing.get_args(declared)
+    if origin in (typing.Union, pytypes.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return coerce(value, option, where)
+            except UsageError:
+                continue
+    elif origin in (tuple, list, Sequence) or declared in (tuple, list):
+        items = value.split(",") if isinstance(value, str) else value
+        if isinstance(items, (list, tuple)):
+            element = args[0] if args and args[0] is not Ellipsis else Any
+            kept = (coerce(_strip(v), element, where) for v in items)
+            return list(kept) if origin is list or declared is list else tuple(kept)
+    elif declared in _SCALARS:
+        converted = _SCALARS[declared](value)
+        if converted is not None:
+            return converted
+    else:
+        return value  # a type the registry does not check: the component checks it
     raise UsageError(
-        f"{where}={value!r} is not a {type(default).__name__}",
-        f"give {where} a value like {default!r}",
+        f"{where}={value!r} is not {_type_name(declared)}",
+        f"give {where} {_type_name(declared)}",
     )
+
+
+def _strip(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+def _as_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in TRUE + FALSE:
+        return value.lower() in TRUE
+    return None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value)
+    return None
+
+
+def _as_float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _as_str(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    return str(value)
+
+
+_SCALARS: dict[type, Callable[[Any], Any]] = {
+    bool: _as_bool,
+    int: _as_int,
+    float: _as_float,
+    str: _as_str,
+}
+
+
+def _type_name(declared: Any) -> str:
+    """``an int``, ``a finite float``, ``a sequence of float``, ``a str or None``."""
+    args = [a for a in typing.get_args(declared) if a is not Ellipsis]
+    if typing.get_origin(declared) in (typing.Union, pytypes.UnionType):
+        return " or ".join("None" if a is type(None) else _type_name(a) for a in args)
+    if typing.get_origin(declared) in (tuple, list, Sequence):
+        return f"a sequence of {getattr(args[0], '__name__', 'values') if args else 'values'}"
+    name = getattr(declared, "__name__", str(declared))
+    return {"int": "an int", "float": "a finite float"}.get(name, f"a {name}")
 
 
 def parse_override(text: str) -> tuple[str, str, Any]:
@@ -199,7 +308,7 @@ def resolve(
                 raise UnknownNameError(
                     f"parameter of {kind} {spec.name!r}", param, list(spec.params)
                 )
-            params[param] = _coerce(value, spec.params[param], f"{slot}.{param}")
+            params[param] = coerce(value, spec.types[param], f"{slot}.{param}")
         resolved[slot] = {"name": spec.name, **params}
     return resolved
 
