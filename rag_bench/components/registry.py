@@ -118,14 +118,16 @@ def _hints(init: Callable) -> dict[str, Any]:
 
 
 def _entries(group: str) -> Iterable[tuple[Any, str]]:
+    """(spec, package) of everything a group's entry points name: a spec, a component class
+    (its ``.spec``), a list of them, or a function returning one of those."""
     for entry in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
         origin = entry.dist.name if entry.dist is not None else entry.name
         loaded = entry.load()
-        items = loaded() if callable(loaded) and not hasattr(loaded, "spec") else loaded
+        items = loaded() if callable(loaded) and not isinstance(loaded, type) else loaded
         if not isinstance(items, (list, tuple)):
             items = [items]
         for item in items:
-            yield getattr(item, "spec", item), origin
+            yield (item.spec if isinstance(item, type) else item), origin
 
 
 @dataclass
