@@ -11,7 +11,8 @@ from conftest import SHIPPED
 from rag_bench.components.base import CONTRACTS, Capability, Generator, Judge, declared
 from rag_bench.components.generate import ExtractiveGenerator
 from rag_bench.components.judges import LexicalJudge
-from rag_bench.components.registry import coerce, component, registry, resolve
+from rag_bench.components.params import coerce
+from rag_bench.components.registry import component, registry, resolve
 from rag_bench.components.rerank import ProximityReranker
 from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import MissingBackendError, RagBenchError

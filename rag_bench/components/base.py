@@ -352,33 +352,41 @@ def _takes(method: Any, stub: Any) -> bool:
 def declared(kind: str, cls: type) -> frozenset[Capability]:
     """The capabilities a component class of ``kind`` declares, checked against its contract:
     every member of the slot's contract and of each declared capability is there. Raises a
-    :class:`RagBenchError` naming what is wrong."""
-    where = f"{kind} {getattr(cls, '__qualname__', cls)!r}"
+    :class:`RagBenchError` naming everything that is wrong, in one line."""
     if kind not in CONTRACTS:
         raise RagBenchError(f"unknown component kind {kind!r}", f"kinds are {', '.join(CONTRACTS)}")
+    where = f"{kind} {getattr(cls, '__qualname__', cls)!r}"
     if not isinstance(cls, type):
         raise RagBenchError(f"{where} is not a class", "register a class with @component")
-    contract = CONTRACTS[kind]
-    allowed = SLOT_CAPABILITIES.get(kind, {})
-    raw = getattr(cls, "capabilities", frozenset())
-    if not isinstance(raw, frozenset) or not all(isinstance(c, Capability) for c in raw):
+    capabilities = getattr(cls, "capabilities", frozenset())
+    if not isinstance(capabilities, frozenset) or not all(
+        isinstance(c, Capability) for c in capabilities
+    ):
         raise RagBenchError(
-            f"{where} declares capabilities {raw!r}",
+            f"{where} declares capabilities {capabilities!r}",
             "declare a frozenset of Capability members, e.g. frozenset({Capability.BATCH})",
         )
-    capabilities = raw
-    problems = _problems(cls, contract)
-    for capability in sorted(capabilities, key=list(Capability).index):
-        if capability not in allowed:
-            usable = ", ".join(c.name for c in allowed) or "none"
-            problems.append(f"{capability.name} is not a {kind} capability ({usable})")
-            continue
-        problems += [f"{capability.name}: {p}" for p in _problems(cls, allowed[capability])]
-    if Capability.CACHE in capabilities and Capability.PREPARE not in capabilities:
-        problems.append("CACHE without PREPARE (the cache keeps what prepare learnt)")
+    contract = CONTRACTS[kind]
+    problems = _problems(cls, contract) + _capability_problems(kind, cls, capabilities)
     if problems:
         raise RagBenchError(
             f"{where} breaks the {contract.__name__} contract: {'; '.join(problems)}",
             f"see rag_bench.components.base.{contract.__name__}",
         )
     return capabilities
+
+
+def _capability_problems(kind: str, cls: type, capabilities: frozenset[Capability]) -> list[str]:
+    """What is wrong with the capabilities a class declares: one its slot does not know, or
+    one without its members."""
+    allowed = SLOT_CAPABILITIES.get(kind, {})
+    problems = []
+    for capability in sorted(capabilities, key=list(Capability).index):
+        if capability not in allowed:
+            usable = ", ".join(c.name for c in allowed) or "none"
+            problems.append(f"{capability.name} is not a {kind} capability ({usable})")
+        else:
+            problems += [f"{capability.name}: {p}" for p in _problems(cls, allowed[capability])]
+    if Capability.CACHE in capabilities and Capability.PREPARE not in capabilities:
+        problems.append("CACHE without PREPARE (the cache keeps what prepare learnt)")
+    return problems

@@ -8,18 +8,15 @@ error message is read from these registries.
 
 from __future__ import annotations
 
-import inspect
 import json
-import math
-import types as pytypes
-import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import metadata
 from typing import Any
 
 from rag_bench.components import base
+from rag_bench.components.params import coerce, parameters
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 
 COMPONENT_GROUP = "rag_bench.components"
@@ -43,7 +40,7 @@ class ComponentSpec:
     """A named, parameterised building block: ``factory(**params)`` makes one.
 
     ``params`` are the defaults and ``types`` the declared types of its parameters, both read
-    from ``factory.__init__`` (see :func:`parameters`)."""
+    from ``factory.__init__`` by :func:`~rag_bench.components.params.parameters`."""
 
     kind: str
     name: str
@@ -77,44 +74,6 @@ def component(kind: str, name: str, *, description: str = "", requires: str | No
         return cls
 
     return attach
-
-
-def parameters(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A component class's parameters: the keyword parameters of its ``__init__`` with their
-    defaults, and their types (the annotation, else the type of the default). An ``__init__``
-    taking ``**kwargs`` passes them to its base class, whose parameters follow."""
-    defaults: dict[str, Any] = {}
-    types: dict[str, Any] = {}
-    for klass in cls.__mro__:
-        if klass is object or klass.__module__ in ("typing", base.__name__):
-            break  # the contracts declare no parameters
-        init = klass.__dict__.get("__init__")
-        if init is None or init is object.__init__:
-            continue
-        passes_on = False
-        hints = _hints(init)
-        for p in list(inspect.signature(init).parameters.values())[1:]:
-            if p.kind is p.VAR_KEYWORD:
-                passes_on = True
-            elif p.default is p.empty:
-                raise RagBenchError(
-                    f"parameter {p.name!r} of {cls.__qualname__} has no default",
-                    "give every __init__ parameter of a component a default",
-                )
-            elif p.name not in defaults:
-                defaults[p.name] = p.default
-                types[p.name] = hints.get(p.name, type(p.default))
-        if not passes_on:
-            break
-    return defaults, types
-
-
-def _hints(init: Callable) -> dict[str, Any]:
-    """The evaluated annotations of an ``__init__`` (none when one cannot be evaluated)."""
-    try:
-        return typing.get_type_hints(init)
-    except Exception:  # a name only imported under TYPE_CHECKING, a typo: types unknown
-        return {}
 
 
 def _entries(group: str) -> Iterable[tuple[Any, str]]:
@@ -172,94 +131,6 @@ def registry() -> Registry:
 # --- resolving a variant's parameters ----------------------------------------------------
 
 
-TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")
-
-
-def coerce(value: Any, declared: Any, where: str) -> Any:
-    """An override as a value of the parameter's declared type, or a :class:`UsageError`
-    naming the parameter and the type (NaN and infinity are no floats here)."""
-    origin, args = typing.get_origin(declared), typing.get_args(declared)
-    if origin in (typing.Union, pytypes.UnionType):
-        if value is None and type(None) in args:
-            return None
-        for option in (a for a in args if a is not type(None)):
-            try:
-                return coerce(value, option, where)
-            except UsageError:
-                continue
-    elif origin in (tuple, list, Sequence) or declared in (tuple, list):
-        items = value.split(",") if isinstance(value, str) else value
-        if isinstance(items, (list, tuple)):
-            element = args[0] if args and args[0] is not Ellipsis else Any
-            kept = (coerce(_strip(v), element, where) for v in items)
-            return list(kept) if origin is list or declared is list else tuple(kept)
-    elif declared in _SCALARS:
-        converted = _SCALARS[declared](value)
-        if converted is not None:
-            return converted
-    else:
-        return value  # a type the registry does not check: the component checks it
-    raise UsageError(
-        f"{where}={value!r} is not {_type_name(declared)}",
-        f"give {where} {_type_name(declared)}",
-    )
-
-
-def _strip(value: Any) -> Any:
-    return value.strip() if isinstance(value, str) else value
-
-
-def _as_bool(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in TRUE + FALSE:
-        return value.lower() in TRUE
-    return None
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value)
-    return None
-
-
-def _as_float(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _as_str(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return None
-    return str(value)
-
-
-_SCALARS: dict[type, Callable[[Any], Any]] = {
-    bool: _as_bool,
-    int: _as_int,
-    float: _as_float,
-    str: _as_str,
-}
-
-
-def _type_name(declared: Any) -> str:
-    """``an int``, ``a finite float``, ``a sequence of float``, ``a str or None``."""
-    args = [a for a in typing.get_args(declared) if a is not Ellipsis]
-    if typing.get_origin(declared) in (typing.Union, pytypes.UnionType):
-        return " or ".join("None" if a is type(None) else _type_name(a) for a in args)
-    if typing.get_origin(declared) in (tuple, list, Sequence):
-        return f"a sequence of {getattr(args[0], '__name__', 'values') if args else 'values'}"
-    name = getattr(declared, "__name__", str(declared))
-    return {"int": "an int", "float": "a finite float"}.get(name, f"a {name}")
-
-
 def parse_override(text: str) -> tuple[str, str, Any]:
     """``slot.param=value`` → (slot, param, value); the value is read as JSON when it parses."""
     key, sep, raw = text.partition("=")
@@ -310,7 +181,8 @@ def resolve(
                 raise UnknownNameError(
                     f"parameter of {kind} {spec.name!r}", param, list(spec.params)
                 )
-            params[param] = coerce(value, spec.types[param], f"{slot}.{param}")
+            declared = spec.types.get(param, type(spec.params[param]))
+            params[param] = coerce(value, declared, f"{slot}.{param}")
         resolved[slot] = {"name": spec.name, **params}
     return resolved
 
