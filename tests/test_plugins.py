@@ -67,20 +67,53 @@ def entry_points_txt(pyproject: str) -> str:
     )
 
 
+def install(folder, monkeypatch, module: str, source: str, entry_points: str) -> None:
+    """A package ``module`` (one module) with its entry points, importable from ``folder``."""
+    (folder / f"{module}.py").write_text(source)
+    info = folder / f"{module}-0.1.dist-info"
+    info.mkdir()
+    name = module.replace("_", "-")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+
+
 @pytest.fixture
 def third_party_plugin(tmp_path, monkeypatch):
     """The README's example plugin, installed as the package 'my-components'."""
-    (tmp_path / "my_components.py").write_text(readme_block("python", "# my_components.py"))
-    info = tmp_path / "my_components-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-components\nVersion: 0.1\n")
+    source = readme_block("python", "# my_components.py")
     pyproject = readme_block("toml", "# pyproject.toml of your package")
-    (info / "entry_points.txt").write_text(entry_points_txt(pyproject))
-    monkeypatch.syspath_prepend(str(tmp_path))
+    install(tmp_path, monkeypatch, "my_components", source, entry_points_txt(pyproject))
     registry.cache_clear()
     yield
     registry.cache_clear()
     sys.modules.pop("my_components", None)
+
+
+BROKEN = """
+from rag_bench.components.base import Capability, Generator
+from rag_bench.components.registry import component
+
+
+@component("generator", "eager")
+class Eager(Generator):
+    capabilities = frozenset({Capability.BATCH})
+
+    def generate(self, query, context):
+        raise NotImplementedError
+"""
+
+
+def test_a_plugin_breaking_its_contract_is_a_one_line_error(tmp_path, monkeypatch, rag_bench):
+    entry_points = "[rag_bench.components]\nx = eager_plugin:Eager\n"
+    install(tmp_path, monkeypatch, "eager_plugin", BROKEN, entry_points)
+    registry.cache_clear()
+    try:
+        out = rag_bench("variants")
+    finally:
+        registry.cache_clear()
+    assert_one_line_error(out, "generator 'Eager'", "BATCH: no generate_all", "base.Generator")
 
 
 def test_third_party_variant_is_listed_and_runs(third_party_plugin, rag_bench, tmp_path):
