@@ -24,7 +24,7 @@ from rag_bench.model import Chunk, Claim, Generation, Hits, Query, QueryResult, 
 from rag_bench.pipeline.executors import Executor, LocalExecutor
 from rag_bench.text.claims import split_claims
 
-BATCH = 32  # queries per block (one call of a batch generator's generate_all)
+BATCH = 32  # queries per task of the executor (and per call of generate_all, judge_all)
 # corpus texts per checkpointed block when embedding with an encoder declaring
 # INDEPENDENT_EMBEDDINGS
 EMBED_BLOCK = 4096
