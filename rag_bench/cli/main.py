@@ -39,6 +39,18 @@ def format_option(choices: tuple[str, ...] = ("table", "json", "csv")):
     )
 
 
+def runs_dir_option():
+    """--runs-dir, the same on every command that reads or writes runs."""
+    return click.option(
+        "--runs-dir",
+        metavar="DIR|URL",
+        default=None,
+        envvar="RAG_BENCH_RUNS_DIR",
+        help="Where runs are stored: a folder, file:///path or s3://bucket/prefix. "
+        "Default: runs/ under the working directory.",
+    )
+
+
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rag-bench")
 def cli() -> None:
@@ -140,14 +152,7 @@ def _progress(label: str):
     default=None,
     help="Dataset folder (BEIR layout). Default: the shipped kestrel-kb.",
 )
-@click.option(
-    "--runs-dir",
-    metavar="DIR|URL",
-    default=None,
-    envvar="RAG_BENCH_RUNS_DIR",
-    help="Where runs are stored: a folder, file:///path or s3://bucket/prefix. "
-    "Default: runs/ under the working directory.",
-)
+@runs_dir_option()
 @click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
 @click.option(
     "--depth", type=int, default=100, show_default=True, help="Candidates kept per retriever."
@@ -338,7 +343,7 @@ def variants_command(fmt):
     default=None,
     help="Also estimate this run's true supported-claim share (prediction-powered interval).",
 )
-@click.option("--runs-dir", metavar="DIR|URL", default=None, envvar="RAG_BENCH_RUNS_DIR")
+@runs_dir_option()
 @click.option("--alpha", type=float, default=0.05, show_default=True)
 @format_option(("table", "json"))
 def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha, fmt):
@@ -353,17 +358,6 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
         claims = open_store(runs_dir).claims([run_ref])
     report = assess_judge(load_dataset(dataset or SHIPPED_DATASET), judge, overrides, claims, alpha)
     click.echo(agreement_output(report, fmt))
-
-
-def runs_dir_option():
-    return click.option(
-        "--runs-dir",
-        metavar="DIR|URL",
-        default=None,
-        envvar="RAG_BENCH_RUNS_DIR",
-        help="Where runs are stored: a folder, file:///path or s3://bucket/prefix. "
-        "Default: runs/ under the working directory.",
-    )
 
 
 ALL_FORMATS = ("table", "json", "csv", "markdown")
