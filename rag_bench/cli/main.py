@@ -559,11 +559,31 @@ def sql_command(query, schema, allow_files, runs_dir, fmt):
     if not query:
         raise UserMistake(UsageError("no query given", 'e.g. rag-bench sql "SELECT * FROM runs"'))
     try:
-        found = store.sql(query, allow_files=allow_files)
+        _echo_result(store.sql_chunks(query, allow_files=allow_files), fmt)
     except KeyboardInterrupt:
         click.echo("interrupted; nothing was changed", err=True)
         raise SystemExit(130) from None
-    click.echo(render(found, fmt))
+
+
+ROWS_SHOWN = 1000  # the text formats show this many rows of an SQL result
+
+
+def _echo_result(chunks, fmt: str) -> None:
+    """Print an SQL result as it arrives: CSV and JSON whole, the text formats the first
+    ``ROWS_SHOWN`` rows with a note saying how many more there are."""
+    from rag_bench.cli.render import head, render, stream_rows
+
+    if fmt in ("csv", "json"):
+        for piece in stream_rows(chunks, fmt):
+            click.echo(piece, nl=False)
+        return
+    shown, left_out = head(chunks, ROWS_SHOWN)
+    click.echo(render(shown, fmt))
+    if left_out:
+        click.echo(
+            f"note: {left_out} more rows not shown; --format csv or json prints every row",
+            err=True,
+        )
 
 
 @cli.command("report")

@@ -14,7 +14,7 @@ this object combines them.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from rag_bench.runs.commit import ensure_folder, remove_run, write_error, write_
 from rag_bench.runs.folder import RunsFolder, bookkept_folder, runs_folder
 from rag_bench.runs.ids import Locks, new_run_id
 from rag_bench.runs.layout import CHECKPOINT, TABLES, partial_name, view_schema
-from rag_bench.runs.sql import connect, describe, run_sql
+from rag_bench.runs.sql import connect, describe, run_sql, stream_sql
 from rag_bench.runs.stale import clean_stale
 from rag_bench.runs.upgrade import upgrade_runs
 
@@ -186,6 +186,11 @@ class RunStore:
         """A read-only SQL statement over the views, as a DataFrame; ``allow_files`` lets it
         read files outside the runs folder."""
         return run_sql(self.connect(allow_files=allow_files), statement, allow_files)
+
+    def sql_chunks(self, statement: str, allow_files: bool = False) -> Iterator:
+        """Like :meth:`sql`, the result in DataFrames of bounded size (the first, possibly
+        empty, names the columns): for results too large to hold at once."""
+        return stream_sql(self.connect(allow_files=allow_files), statement, allow_files)
 
     def schema(self):
         """The views and their columns (view, column_name, column_type)."""
