@@ -26,7 +26,7 @@ from rag_bench.runs.commit import ensure_folder, remove_run, write_error, write_
 from rag_bench.runs.folder import RunsFolder, bookkept_folder, runs_folder
 from rag_bench.runs.ids import Locks, new_run_id
 from rag_bench.runs.layout import CHECKPOINT, TABLES, partial_name, view_schema
-from rag_bench.runs.sql import connect, describe, run_sql, stream_sql
+from rag_bench.runs.sql import connect, describe, run_sql, runs_frame, stream_sql
 from rag_bench.runs.stale import clean_stale
 from rag_bench.runs.upgrade import upgrade_runs
 
@@ -173,8 +173,6 @@ class RunStore:
 
     def runs_frame(self):
         """One row per readable run: what its manifest says (the ``runs`` view)."""
-        from rag_bench.runs.sql import runs_frame
-
         return runs_frame(self.list())
 
     def connect(self, runs: Sequence[str | StoredRun] | None = None, allow_files: bool = False):
@@ -257,8 +255,8 @@ class RunStore:
         given = Path(os.path.abspath(ref))
         if (given / CHECKPOINT).is_file():
             store = RunStore(bookkept_folder(given.parent))
-            return store, find_checkpoint(store.folder, ref, given)
-        return self, find_checkpoint(self.folder, ref, None)
+            return store, Checkpoint.open(given, store.folder)
+        return self, find_checkpoint(self.folder, ref)
 
     def write_run(self, run_id: str, manifest: dict, tables: dict) -> StoredRun:
         """Store a complete run atomically and release its id; see :mod:`rag_bench.runs.commit`."""
