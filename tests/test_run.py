@@ -121,7 +121,8 @@ def test_cli_run_prints_summary_and_stores(rag_bench, tmp_path):
     assert out.exit_code == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert lines[0] == (
-        "category,variant,n,recall@10,mrr@10,ndcg@10,faithfulness,answer_exact,correct_refusal,over_refusal"
+        "category,variant,n,recall@10,mrr@10,ndcg@10,faithfulness,citation_precision,answer_exact,"
+        "correct_refusal,over_refusal"
     )
     assert {line.split(",")[0] for line in lines[1:]} == {
         "literal",
@@ -151,3 +152,15 @@ def test_bad_run_options(rag_bench, tmp_path, args, fragments):
     assert not (tmp_path / "runs").exists() or not [
         p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")
     ]
+
+
+def test_progress_off_a_terminal_is_a_line_now_and_then(rag_bench, tmp_path, monkeypatch):
+    """CI logs see the run advance (one line per interval) instead of minutes of silence."""
+    from rag_bench.cli import main
+
+    monkeypatch.setattr(main, "PROGRESS_EVERY_S", 0.0)
+    out = rag_bench(
+        "run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", tmp_path, "--format", "csv"
+    )
+    assert out.exit_code == 0, out.stderr
+    assert "rag-bench: baseline: 1/1 blocks answered" in out.stderr

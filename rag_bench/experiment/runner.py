@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from rag_bench import __version__
-from rag_bench.components.registry import registry, resolve
+from rag_bench.components.registry import VariantSpec, registry, resolve
 from rag_bench.data.dataset import Dataset, load_dataset
-from rag_bench.errors import DataError, RagBenchError, UsageError
+from rag_bench.errors import DataError, ParameterError, RagBenchError, UsageError, check_number
 from rag_bench.experiment.provenance import git_commit, package_versions
 from rag_bench.experiment.traces import build_traces
 from rag_bench.io.cache import Cache, default_cache_dir
@@ -114,12 +114,11 @@ class Selection:
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
-    ks = tuple(sorted(set(int(k) for k in ks)))
-    if not ks or ks[0] < 1:
-        raise UsageError(
-            f"--k {','.join(map(str, ks))} has a cutoff below 1", "use cutoffs like 1,3,5,10"
-        )
-    return ks
+    if not ks:
+        raise ParameterError("ks", (), "one or more whole numbers ≥ 1, e.g. 1,3,5,10")
+    for k in ks:
+        check_number("ks", k, 1, whole=True)
+    return tuple(sorted(set(int(k) for k in ks)))
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -195,7 +194,7 @@ def interrupted_status(received: Sequence[int]) -> int:
 
 
 def run_variant(
-    variant: str,
+    variant: str | VariantSpec,
     dataset: Dataset | str | Path | None = None,
     *,
     overrides: Sequence[str] = (),
@@ -206,9 +205,13 @@ def run_variant(
     cache_dir: str | Path | None = None,
     progress: Callable[[Iterable], Iterable] | None = None,
     executor: Executor | None = None,
+    annotations: dict | None = None,
 ) -> RunResult:
     """Run ``variant`` over ``dataset``, store the traces under ``runs_dir`` (a path, URL or
     :class:`RunStore`; None: the default runs folder) and return them.
+
+    ``variant`` is a registered variant's name or a :class:`VariantSpec` composed on the spot
+    (an import is one); ``annotations`` are extra manifest fields (where the outputs came from).
 
     The per-query work (and embedding the corpus with a stateless encoder) goes through
     ``executor`` (default: this process, one block at a time); the traces are the same
@@ -221,13 +224,13 @@ def run_variant(
     created = datetime.now(timezone.utc)
     ks = _check_ks(ks)
     _check_depth(depth, ks)
-    spec = registry().variant(variant)
+    spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
     resolved = resolve(spec, overrides)
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or SHIPPED_DATASET)
     pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     chosen = selection.apply(data.queries)
     store = open_runs(runs_dir)
-    run_id = store.reserve_run_id(variant, created)
+    run_id = store.reserve_run_id(spec.name, created)
     header = {
         "format": 1,
         "variant": spec.name,
@@ -244,6 +247,7 @@ def run_variant(
         "selection": {"tag": selection.tag, "sample": selection.sample, "seed": selection.seed},
         "created_at": created.isoformat(timespec="microseconds"),
         "rag_bench_version": __version__,
+        "annotations": dict(annotations or {}),
     }
     return _execute(
         _Plan(run_id, store, spec, resolved, data, ks, depth, selection, created, header),
@@ -425,6 +429,7 @@ def _execute(
             plan.created,
             started,
         )
+        manifest.update(plan.header.get("annotations", {}))
         manifest["executor"] = executor.describe()
         manifest["usage"] = saver.usage()
         manifest["duration_s"] = saver.elapsed()
