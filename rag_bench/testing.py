@@ -1,10 +1,10 @@
 """Helpers for a user's own test suite: fail a test when a RAG change regresses.
 
-    from rag_bench.testing import assert_no_regression
+from rag_bench.testing import assert_no_regression
 
-    def test_the_new_reranker_does_not_regress():
-        candidate = rag_bench.run("hybrid_rerank", tag="smoke")
-        assert_no_regression(candidate, "latest:hybrid_rerank", max_drop={"recall@10": 0.02})
+def test_the_new_reranker_does_not_regress():
+    candidate = rag_bench.run("hybrid_rerank", tag="smoke")
+    assert_no_regression(candidate, "latest:hybrid_rerank", max_drop={"recall@10": 0.02})
 """
 
 from __future__ import annotations

@@ -271,8 +271,8 @@ def test_cli_writes_the_report(rag_bench, store, tmp_path):
     out = tmp_path / "report.html"
     result = rag_bench(
         "report",
-        "latest:baseline",
-        "latest:hybrid_rerank",
+        "latest:baseline+",
+        "latest:hybrid_rerank+",
         "--runs-dir",
         runs,
         "--slice",
@@ -290,12 +290,12 @@ def test_cli_writes_the_report(rag_bench, store, tmp_path):
     page = out.read_text(encoding="utf-8")
     assert "Worst queries of hybrid_rerank on recall@10" in page
     assert_one_line_error(
-        rag_bench("report", "latest:baseline", "--runs-dir", runs, "--metric", "ndcg@7"),
+        rag_bench("report", "latest:baseline+", "--runs-dir", runs, "--metric", "ndcg@7"),
         "ndcg@7",
         "ndcg@10",
     )
     assert_one_line_error(
-        rag_bench("report", "latest:baseline", "latest:baseline", "--runs-dir", runs),
+        rag_bench("report", "latest:baseline+", "latest:baseline+", "--runs-dir", runs),
         "named twice",
     )
 
@@ -312,7 +312,7 @@ def test_missing_plotly_names_the_pip_install(rag_bench, store, tmp_path, monkey
     runs, _ = store
     monkeypatch.setitem(sys.modules, "plotly", None)
     out = tmp_path / "r.html"
-    result = rag_bench("report", "latest:baseline", "--runs-dir", runs, "-o", out)
+    result = rag_bench("report", "latest:baseline+", "--runs-dir", runs, "-o", out)
     assert_one_line_error(result, "plotly", "pip install 'rag-bench[report]'")
     assert not out.exists()
 

@@ -39,7 +39,7 @@ def test_list_get_and_resolve(two):
     assert [r.run_id for r in store.list()] == [baseline, OTHER]
     assert [r.run_id for r in store.list("hybrid")] == [OTHER]
     assert store.resolve("latest") == OTHER
-    assert store.resolve("latest:baseline") == baseline
+    assert store.resolve("latest:baseline+") == baseline
     assert store.resolve(baseline[:18]) == baseline
     assert store.get(OTHER).manifest["variant"] == "hybrid"
     with pytest.raises(RagBenchError, match="ambiguous"):

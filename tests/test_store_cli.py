@@ -93,7 +93,7 @@ def test_run_references_resolve(rag_bench, store):
         return json.loads(out.stdout)["manifest"]["run_id"]
 
     assert shown(ids["baseline"]) == ids["baseline"]
-    assert shown("latest:baseline") == ids["baseline"]
+    assert shown("latest:baseline+") == ids["baseline"]
     assert shown("latest") == ids["hybrid_rerank"]
     assert shown(ids["hybrid_rerank"][:-2]) == ids["hybrid_rerank"]
     assert_one_line_error(
@@ -102,6 +102,37 @@ def test_run_references_resolve(rag_bench, store):
     assert_one_line_error(rag_bench("show", "nope", "--runs-dir", runs), "no run 'nope'")
     assert_one_line_error(
         rag_bench("show", "latest:hybrid", "--runs-dir", runs), "no run of variant 'hybrid'"
+    )
+    assert_one_line_error(  # every stored run is a smoke run: latest:<variant> says so
+        rag_bench("show", "latest:baseline", "--runs-dir", runs),
+        "no run of variant 'baseline' with its defaults on every query",
+        f"the latest, {ids['baseline']}, has tag=smoke",
+        "latest:baseline+",
+    )
+
+
+def test_names_and_notes_reach_a_run_wherever_an_id_does(rag_bench, store, tmp_path):
+    runs, ids = copy_store(store, tmp_path)
+    out = rag_bench(
+        "run", "--variant", "baseline", "--tag", "smoke", "--set", "retriever.k1=1.2",
+        "--name", "k1-study", "--note", "a lower k1", "--runs-dir", runs, "--format", "csv",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.stderr
+    shown = rag_bench("show", "k1-study", "--runs-dir", runs)
+    assert shown.exit_code == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].endswith("(k1-study)") and "note      a lower k1" in lines
+    assert "made with retriever.k1=1.2, tag=smoke" in lines
+    listed = json.loads(rag_bench("runs", "--runs-dir", runs, "--format", "json").stdout)
+    named = [r for r in listed if r["name"] == "k1-study"]
+    assert len(named) == 1 and named[0]["customised"] == "retriever.k1=1.2, tag=smoke"
+    compared = rag_bench(
+        "compare", ids["baseline"], "k1-study", "--runs-dir", runs, "--format", "json"
+    )
+    assert compared.exit_code == 0, compared.stderr
+    assert_one_line_error(
+        rag_bench("run", "--variant", "baseline,hybrid", "--name", "x", "--runs-dir", runs),
+        "--name names one run",
     )
 
 
@@ -141,8 +172,8 @@ def test_compare_category_slices_with_statistics(rag_bench, store):
     runs, ids = store
     out = rag_bench(
         "compare",
-        "latest:baseline",
-        "latest:hybrid_rerank",
+        "latest:baseline+",
+        "latest:hybrid_rerank+",
         "--runs-dir",
         runs,
         "--format",
@@ -179,8 +210,8 @@ def test_compare_category_slices_with_statistics(rag_bench, store):
     assert all(r["p_adjusted"] >= r["p_value"] for r in rows)
     table = rag_bench(
         "compare",
-        "latest:baseline",
-        "latest:hybrid_rerank",
+        "latest:baseline+",
+        "latest:hybrid_rerank+",
         "--runs-dir",
         runs,
         "--resamples",
@@ -193,8 +224,8 @@ def test_compare_is_deterministic(rag_bench, store):
     runs, _ = store
     args = (
         "compare",
-        "latest:baseline",
-        "latest:hybrid_rerank",
+        "latest:baseline+",
+        "latest:hybrid_rerank+",
         "--runs-dir",
         runs,
         "--format",

@@ -249,7 +249,7 @@ def test_a_file_url_runs_folder_end_to_end(tmp_path, rag_bench):
     assert committed_ids(tmp_path / "runs") == sorted(ids)
     listed = json.loads(rag_bench("runs", "--runs-dir", url, "--format", "json").stdout)
     assert [r["run_id"] for r in listed] == sorted(ids)
-    shown = rag_bench("show", "latest:hybrid", "--runs-dir", url, "--format", "json")
+    shown = rag_bench("show", "latest:hybrid+", "--runs-dir", url, "--format", "json")
     assert json.loads(shown.stdout)["manifest"]["run_id"] == ids[1]
     compared = rag_bench(
         "compare", *ids, "--runs-dir", url, "--format", "csv", "--resamples", "200"

@@ -88,7 +88,7 @@ def test_run_runs_show_compare_sql_rm_over_s3(s3, rag_bench):
     assert [r["run_id"] for r in rows] == sorted([baseline, hybrid])
     assert all(r["ndcg@10"] > 0 for r in rows)
 
-    shown = rag_bench("show", "latest:baseline", "--runs-dir", url, "--format", "json")
+    shown = rag_bench("show", "latest:baseline+", "--runs-dir", url, "--format", "json")
     assert json.loads(shown.stdout)["manifest"]["run_id"] == baseline
 
     compared = rag_bench(

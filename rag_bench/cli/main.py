@@ -207,6 +207,8 @@ def _progress(label: str):
     "(repeatable: a grid).",
 )
 @click.option("--judge", default=None, help="Judge of the claims (same as --set judge.name=NAME).")
+@click.option("--name", default=None, help="Name the run: the name works wherever a run id does.")
+@click.option("--note", default=None, help="A note kept in the run's manifest.")
 @click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
 @click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
@@ -240,6 +242,8 @@ def run_command(
     overrides,
     sweeps,
     judge,
+    name,
+    note,
     tag,
     sample,
     seed,
@@ -346,9 +350,14 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
     selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
+    if p["name"] is not None and (len(names) > 1 or p["sweeps"]):
+        raise UserMistake(
+            UsageError("--name names one run", "give one --variant and no --sweep, or no --name")
+        )
     if p["sweeps"]:
         _sweep(p, names, data, overrides, selection, executor, results)
         return
+    annotations = {k: p[k] for k in ("name", "note") if p[k] is not None}
     for name in names:
         result = run_variant(
             name,
@@ -360,6 +369,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             runs_dir=p["runs_dir"],
             progress=_progress(name),
             executor=executor,
+            annotations=annotations,
         )
         _stored(result, results)
 

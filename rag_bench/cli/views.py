@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -129,6 +131,8 @@ def runs_table(store, variant: str | None = None) -> pd.DataFrame:
     columns = [
         "run_id",
         "variant",
+        "name",
+        "customised",
         "dataset",
         "n_queries",
         "created_at",
@@ -167,19 +171,28 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
     if fmt == "json":
         return to_json({"manifest": run.manifest, "slices": as_records(table)})
     m = run.manifest
-    params = "; ".join(
-        f"{slot}={c['name']}" + "".join(f" {k}={v}" for k, v in c.items() if k != "name")
-        for slot, c in m.get("params", {}).items()
-    )
     head = [
-        f"run       {m['run_id']}",
+        f"run       {m['run_id']}" + (f" ({run.name})" if run.name else ""),
         f"variant   {m.get('variant')} ({m.get('variant_origin')})",
         f"dataset   {m['dataset']['name']} ({m['dataset']['n_queries']} queries, "
         f"sha256 {m['dataset']['sha256'][:12]})",
         f"created   {m.get('created_at')}, {m.get('duration_s')} s, {m.get('status')}",
-        f"params    {params}",
-        "",
     ]
+    if isinstance(m.get("note"), str):
+        head.append(f"note      {m['note']}")
+    head.append(f"made with {', '.join(run.customised) or 'the variant defaults, every query'}")
+    for number, (slot, config) in enumerate(m.get("params", {}).items()):
+        settings = " ".join(f"{k}={v}" for k, v in config.items() if k != "name")
+        label = "params    " if number == 0 else " " * 10
+        head.append(
+            textwrap.fill(
+                f"{label}{slot:<10} {config['name']} {settings}".rstrip(),
+                width=120,
+                subsequent_indent=" " * 21,
+                break_on_hyphens=False,
+            )
+        )
+    head.append("")
     return (
         "\n".join(head) + render(table, fmt) if fmt in ("table", "markdown") else render(table, fmt)
     )

@@ -77,6 +77,7 @@ def import_outputs(
             "n_records": len(read.answers),
             "missing": list(read.missing),
         },
+        "name": name,
         "note": note,
     }
     result = run_variant(

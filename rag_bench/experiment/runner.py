@@ -424,6 +424,7 @@ def _execute(
             plan.created,
             started,
         )
+        manifest["overrides"] = list(plan.header.get("overrides", []))
         manifest.update(plan.header.get("annotations", {}))
         manifest["executor"] = executor.describe()
         manifest["usage"] = saver.usage()

@@ -61,6 +61,24 @@ class StoredRun:
         """The order of runs in time (ties broken by id)."""
         return (self.manifest.get("created_at", ""), self.run_id)
 
+    @property
+    def name(self) -> str | None:
+        """The name it was given (``--name``, or a sweep point's parameters)."""
+        name = self.manifest.get("name")
+        return name if isinstance(name, str) and name else None
+
+    @property
+    def customised(self) -> list[str]:
+        """How it departs from its variant's defaults on the full query set: its overrides,
+        query selection and sweep point (empty for a default run)."""
+        m = self.manifest
+        selection = m.get("selection") or {}
+        parts = [str(o) for o in m.get("overrides") or []]
+        parts += [f"tag={selection['tag']}"] if selection.get("tag") else []
+        parts += [f"sample={selection['sample']}"] if selection.get("sample") else []
+        parts += [str(p) for p in m.get("sweep") or [] if str(p) not in parts]
+        return parts
+
 
 @dataclass
 class Catalog:

@@ -37,6 +37,9 @@ SEALED = {  # set when the connection opens; lock_configuration keeps them so
 RUNS_COLUMNS = (
     "run_id",
     "variant",
+    "name",
+    "note",
+    "customised",
     "dataset",
     "dataset_sha256",
     "n_queries",
@@ -62,6 +65,9 @@ def runs_frame(runs: list[StoredRun]):
         row = {
             "run_id": run.run_id,
             "variant": m.get("variant"),
+            "name": run.name,
+            "note": m.get("note") if isinstance(m.get("note"), str) else None,
+            "customised": ", ".join(run.customised),
             "dataset": dataset.get("name"),
             "dataset_sha256": dataset.get("sha256"),
             "n_queries": dataset.get("n_queries"),

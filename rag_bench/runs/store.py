@@ -94,7 +94,9 @@ class RunStore:
         return [r for r in self._read().runs if variant is None or r.variant == variant]
 
     def get(self, ref: str) -> StoredRun:
-        """A run by full id, unique prefix, ``latest`` or ``latest:<variant>``."""
+        """A run by full id, name, ``latest``, ``latest:<variant>`` (its latest run with the
+        variant's defaults on every query), ``latest:<variant>+`` (its latest run, however
+        made) or a unique id prefix. A name given to several runs names the latest of them."""
         runs, broken = self._read().runs, self._read().broken
         if ref in broken:
             raise broken[ref]
@@ -102,10 +104,12 @@ class RunStore:
             raise RagBenchError(
                 f"no runs in {self}", "run `rag-bench run --variant …` first, or pass --runs-dir"
             )
+        exact = [r for r in runs if r.run_id == ref] or [r for r in runs if r.name == ref]
+        if exact:
+            return max(exact, key=lambda r: r.created)
         if ref == "latest" or ref.startswith("latest:"):
             return self._latest(ref.partition(":")[2])
-        exact = [r for r in runs if r.run_id == ref]
-        matching = exact or [r for r in runs if r.run_id.startswith(ref)]
+        matching = [r for r in runs if r.run_id.startswith(ref)]
         if len(matching) == 1:
             return matching[0]
         if not matching:
@@ -114,13 +118,23 @@ class RunStore:
         raise RagBenchError(f"run id prefix {ref!r} is ambiguous: {names}", "give more of the id")
 
     def _latest(self, variant: str) -> StoredRun:
+        any_kind = variant.endswith("+")
+        variant = variant.removesuffix("+")
         matching = self.list(variant or None)
         if not matching:
             stored = ", ".join(sorted({r.variant for r in self.list()}))
             raise RagBenchError(
                 f"no run of variant {variant!r} in {self}", f"stored variants: {stored}"
             )
-        return max(matching, key=lambda r: r.created)
+        chosen = matching if any_kind or not variant else [r for r in matching if not r.customised]
+        if not chosen:
+            newest = max(matching, key=lambda r: r.created)
+            raise RagBenchError(
+                f"no run of variant {variant!r} with its defaults on every query in {self} "
+                f"(the latest, {newest.run_id}, has {', '.join(newest.customised)})",
+                f"name it by id or name, or take the latest of any kind: latest:{variant}+",
+            )
+        return max(chosen, key=lambda r: r.created)
 
     def resolve(self, ref: str, include_broken: bool = False) -> str:
         """The full id ``ref`` names; with ``include_broken`` also an unreadable run's."""
