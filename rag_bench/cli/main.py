@@ -43,7 +43,8 @@ class Group(click.Group):
 
 
 def format_option(choices: tuple[str, ...] = ("table", "json", "csv")):
-    return click.option(
+    """--format, and --wide for tables wider than the terminal."""
+    fmt = click.option(
         "--format",
         "fmt",
         type=click.Choice(choices),
@@ -51,6 +52,21 @@ def format_option(choices: tuple[str, ...] = ("table", "json", "csv")):
         show_default=True,
         help="Output format.",
     )
+    wide = click.option(
+        "--wide",
+        is_flag=True,
+        expose_value=False,
+        callback=_wide,
+        help="Show every column of a table, however wide (tables fit the terminal otherwise).",
+    )
+    return lambda command: wide(fmt(command))
+
+
+def _wide(context: click.Context, _, value: bool) -> None:
+    from rag_bench.cli.render import WIDE
+
+    if value:
+        context.find_root().meta[WIDE] = True
 
 
 def runs_dir_option():
@@ -500,14 +516,14 @@ slice_option = click.option(
 def runs_command(variant, upgrade, runs_dir, fmt):
     """List stored runs with their headline metrics."""
     from rag_bench.cli.render import render
-    from rag_bench.cli.views import runs_table
+    from rag_bench.cli.views import RUNS_HIDDEN_FIRST, runs_table
 
     store = open_store(runs_dir)
     if upgrade:
         for run_id in store.upgrade():
             click.echo(f"upgraded run {run_id}", err=True)
     warn_broken(store)
-    click.echo(render(runs_table(store, variant), fmt))
+    click.echo(render(runs_table(store, variant), fmt, drop=RUNS_HIDDEN_FIRST))
 
 
 @cli.command("show")
@@ -610,9 +626,9 @@ def compare_command(
 def diff_command(run, against, metric, top, runs_dir, fmt):
     """The queries that got worse and better, with what changed in their rankings."""
     from rag_bench.analysis.compare import diff
-    from rag_bench.cli.render import render
+    from rag_bench.cli.views import diff_output
 
-    click.echo(render(diff(open_store(runs_dir), run, against, metric, top), fmt))
+    click.echo(diff_output(diff(open_store(runs_dir), run, against, metric, top), metric, fmt))
 
 
 @cli.command("gate")
@@ -641,7 +657,7 @@ def diff_command(run, against, metric, top, runs_dir, fmt):
 def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
     """Exit 1 when the candidate drops by more than allowed (for CI)."""
     from rag_bench.analysis.compare import gate, parse_drops
-    from rag_bench.cli.render import render
+    from rag_bench.cli.views import gate_output
 
     result = gate(
         open_store(runs_dir),
@@ -655,7 +671,7 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
     )
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(render(result.rows, fmt))
+    click.echo(gate_output(result, fmt))
     click.echo("gate: " + ("passed" if result.passed else "FAILED"), err=True)
     if not result.passed:
         raise SystemExit(1)

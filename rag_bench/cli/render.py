@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
+import sys
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 FORMATS = ("table", "json", "csv", "markdown")
+WIDE = "rag_bench.wide"  # set in the click context by --wide
+MIN_TEXT = 12  # a text column is never cut narrower than this
 
 
 def _cell(value: object, digits: int) -> str:
@@ -31,10 +36,44 @@ def _numeric(frame: pd.DataFrame) -> list[bool]:
     return [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
 
 
-def as_table(frame: pd.DataFrame, digits: int = 4) -> str:
+def terminal_width() -> int:
+    """``$COLUMNS``, else the terminal's width, else 120 (a pipe or a CI log)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 40:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return 120
+
+
+def table_width() -> int | None:
+    """The width a table must fit: None under ``--wide``, else :func:`terminal_width`."""
+    import click
+
+    context = click.get_current_context(silent=True)
+    if context is not None and context.find_root().meta.get(WIDE):
+        return None
+    return terminal_width()
+
+
+def fit_line(text: str) -> str:
+    """A line of prose wrapped to the table width (words kept whole)."""
+    width = table_width()
+    if width is None or len(text) <= width:
+        return text
+    return textwrap.fill(text, width=width, break_on_hyphens=False, subsequent_indent="  ")
+
+
+def as_table(frame: pd.DataFrame, digits: int = 4, drop: Sequence[str] = ()) -> str:
+    """Aligned text. Wider than the table width, it leaves out the columns of ``drop`` (in
+    that order) and then cuts the longest text cells with "…", and says which it hid."""
     rows = _text_rows(frame, digits)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     right = _numeric(frame)
+    width = table_width()
+    hidden: list[str] = []
+    if width is not None:
+        rows, right, hidden = _fit(rows, right, width, drop)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
         cells = [
@@ -44,7 +83,45 @@ def as_table(frame: pd.DataFrame, digits: int = 4) -> str:
         lines.append("  ".join(cells).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
+    if hidden:
+        lines.append(
+            fit_line(
+                f"(not shown, to fit {width} columns: {', '.join(hidden)}; "
+                "--wide shows every column)"
+            )
+        )
     return "\n".join(lines)
+
+
+def _total(rows: list[list[str]]) -> int:
+    return sum(max(len(r[i]) for r in rows) for i in range(len(rows[0]))) + 2 * (len(rows[0]) - 1)
+
+
+def _fit(rows: list[list[str]], right: list[bool], width: int, drop: Sequence[str]):
+    """Leave out ``drop``'s columns in order, then cut the longest text cells, until the rows
+    fit ``width`` (or nothing more can go); the rows, alignments and hidden column names."""
+    hidden: list[str] = []
+    for name in drop:
+        if _total(rows) <= width:
+            break
+        if name in rows[0] and len(rows[0]) > 1:
+            i = rows[0].index(name)
+            rows = [r[:i] + r[i + 1 :] for r in rows]
+            right = right[:i] + right[i + 1 :]
+            hidden.append(name)
+    while _total(rows) > width:
+        cells = [0 if right[i] else max(len(r[i]) for r in rows[1:]) for i in range(len(right))]
+        widest = max(range(len(cells)), key=cells.__getitem__) if rows[1:] else 0
+        keep = max(MIN_TEXT, len(rows[0][widest]), cells[widest] - (_total(rows) - width))
+        if not rows[1:] or keep >= cells[widest]:
+            break
+        for row in rows[1:]:
+            if len(row[widest]) > keep:
+                row[widest] = row[widest][: keep - 1] + "…"
+    while _total(rows) > width and len(rows[0]) > 1:  # last resort: the rightmost columns
+        hidden.append(rows[0][-1])
+        rows, right = [r[:-1] for r in rows], right[:-1]
+    return rows, right, hidden
 
 
 def as_markdown(frame: pd.DataFrame, digits: int = 4) -> str:
@@ -120,10 +197,12 @@ def head(chunks: Iterable[pd.DataFrame], limit: int) -> tuple[pd.DataFrame, int]
     return pd.concat(kept, ignore_index=True), left_out
 
 
-def render(frame: pd.DataFrame, fmt: str, digits: int = 4) -> str:
-    """Render ``frame``; JSON is a list of row objects with NULL for missing values."""
+def render(frame: pd.DataFrame, fmt: str, digits: int = 4, drop: Sequence[str] = ()) -> str:
+    """Render ``frame``; JSON is a list of row objects with NULL for missing values. A table
+    fits the terminal (see :func:`as_table`; ``drop``: the columns it may leave out, first
+    first); json, csv and markdown keep everything."""
     if fmt == "table":
-        return as_table(frame, digits)
+        return as_table(frame, digits, drop)
     if fmt == "markdown":
         return as_markdown(frame, digits)
     if fmt == "csv":

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from rag_bench.cli.render import as_records, render, to_json
+from rag_bench.cli.render import as_records, fit_line, render, to_json
 from rag_bench.evaluation.measures import canonical_names, headline_metrics, not_stored
 from rag_bench.evaluation.retrieval import RankingEvaluation
 from rag_bench.evaluation.summary import slice_means
@@ -109,6 +109,10 @@ def agreement_output(report: dict, fmt: str) -> str:
     return "\n".join(lines)
 
 
+# the columns a narrow terminal loses first (the run id carries the time it was made)
+RUNS_HIDDEN_FIRST = ("created_at", "duration_s", "status", "dataset", "n_queries", "customised")
+
+
 def runs_table(store, variant: str | None = None) -> pd.DataFrame:
     """One row per run: id, variant, dataset, when, how long, status, headline means."""
     runs = store.runs_frame()
@@ -199,24 +203,70 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
 
 
 def comparison_output(result, fmt: str) -> str:
-    """The comparison as a table (metrics constant throughout collapsed to one line each), or
-    every row as json / csv / markdown."""
+    """The comparison: every row as json, csv or markdown; as a table, compact (the candidate
+    by letter when there are several, the interval and wins/ties/losses in one cell each) and
+    with the metrics constant throughout collapsed to one line each."""
     rows = result.rows
     if fmt == "json":
         return to_json(as_records(rows))
-    if fmt == "csv":
+    if fmt in ("csv", "markdown"):
         return render(rows, fmt)
-    constant = result.constant if fmt == "table" else {}
-    shown = rows[~rows["metric"].isin(list(constant))].drop(columns=["run_a"]).copy()
-    shown["sig"] = np.where(shown["significant"], "*", "")
-    shown = shown.drop(columns=["significant"])
-    pairs = ", ".join(f"{run}: {n} queries paired" for run, n in result.n_paired.items())
-    head = (
-        f"baseline {rows['run_a'].iloc[0]}; {pairs}; {result.test} test, "
-        f"Holm-adjusted, * = p_adjusted < {result.alpha}"
+    candidates = list(result.n_paired)
+    letters = {run: chr(ord("B") + i) for i, run in enumerate(candidates)}
+    legend = [f"A = {rows['run_a'].iloc[0]} (baseline)"] + [
+        f"{letters[run]} = {run} ({n} queries paired)" for run, n in result.n_paired.items()
+    ]
+    head = "; ".join(legend) + (
+        f". {result.test} test, p Holm-adjusted over the table, * = p_adj < {result.alpha};"
+        " mde: the smallest delta the row could detect (80 % power)"
     )
     same = [
-        f"{metric}: {value:g} in every query of every run" for metric, value in constant.items()
+        f"{metric}: {value:g} in every query of every run"
+        for metric, value in result.constant.items()
     ]
-    body = render(shown, fmt) if len(shown) else "(every compared metric is constant)"
-    return "\n".join([head, *same, "", body])
+    shown = rows[~rows["metric"].isin(list(result.constant))]
+    table = pd.DataFrame(
+        {
+            "slice": shown["slice"],
+            **({"run": shown["run_b"].map(letters)} if len(candidates) > 1 else {}),
+            "metric": shown["metric"],
+            "A": shown["mean_a"],
+            **({"B": shown["mean_b"]} if len(candidates) == 1 else {"mean": shown["mean_b"]}),
+            "delta": shown["delta"],
+            "95% ci": [
+                f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(shown["ci_low"], shown["ci_high"])
+            ],
+            "p": shown["p_value"],
+            "p_adj": shown["p_adjusted"],
+            "w/t/l": [
+                f"{w}/{t}/{lo}" for w, t, lo in zip(shown["wins"], shown["ties"], shown["losses"])
+            ],
+            "n": shown["n"],
+            "mde": shown["mde"],
+            **({"n_needed": shown["n_needed"]} if "n_needed" in shown else {}),
+            "sig": np.where(shown["significant"], "*", ""),
+        }
+    )
+    body = render(table, fmt, drop=("p", "n")) if len(table) else "(every metric is constant)"
+    return "\n".join([fit_line(head), *same, "", body])
+
+
+def diff_output(listed: pd.DataFrame, metric: str, fmt: str) -> str:
+    """The diff: in a table the two runs once, above, rather than on every row."""
+    if fmt != "table" or listed.empty:
+        return render(listed, fmt)
+    run, against = listed["run"].iloc[0], listed["against"].iloc[0]
+    head = fit_line(f"{metric} of {run} against {against}: the queries that got worse, then better")
+    body = listed.drop(columns=["run", "against"])
+    return head + "\n\n" + render(body, fmt, drop=("failure_before", "category"))
+
+
+def gate_output(result, fmt: str) -> str:
+    """The gate's verdicts: in a table the reasons below it, one line per metric."""
+    if fmt != "table":
+        return render(result.rows, fmt)
+    table = render(result.rows.drop(columns=["reason"]), fmt)
+    reasons = [
+        fit_line(f"{row.metric}: {row.verdict}, {row.reason}") for row in result.rows.itertuples()
+    ]
+    return table + "\n\n" + "\n".join(reasons)
