@@ -4,10 +4,11 @@ import pytest
 
 from conftest import ROOT
 from rag_bench.components.analyzers import EnglishAnalyzer
-from rag_bench.components.judges import AnnotatedJudge, LexicalJudge, numbers, polarity_clash
+from rag_bench.components.judges import AnnotatedJudge, LexicalJudge, polarity_clash
 from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import RagBenchError
 from rag_bench.model import Chunk, Claim, Query
+from rag_bench.text.numbers import numbers
 
 PASSAGE = Chunk(
     "d1",
