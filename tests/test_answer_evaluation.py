@@ -117,6 +117,7 @@ def test_diagnosis_rules(should_refuse, refused, claims, verdicts, context, expe
 # A small hand-made question with three judged documents: a1 answers it (grade 3), n1 is a
 # neighbour (grade 1), s1 a superseded version (grade 0); a multi-hop one needs h1 and h2.
 SINGLE = {"a1": 3, "n1": 1, "s1": 0}
+CITING_A1 = (claim("a1"),)
 HOPS = {"h1": 2, "h2": 2, "n1": 1}
 
 
@@ -124,7 +125,7 @@ def case(
     grades=SINGLE,
     context=("a1",),
     ranked=(),
-    claims=(claim("a1"),),
+    claims=CITING_A1,
     verdicts=None,
     refused=False,
     multi_hop=False,
