@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rag_bench.components.registry import component
 from rag_bench.data.dataset import Dataset
@@ -35,6 +36,7 @@ RAW_WORD = re.compile(r"[\w'’]+")
 # Clauses: the polarity of a word is read in the clause of the window that matches the claim's
 # clause best, so "7天内可以退货，生鲜商品不支持退货" supports "7天内可以退货".
 CLAUSE_BREAK = re.compile(r"[;；，、：|｜\n\t]|[,:](?!\d)")
+COORDINATION = re.compile(r"\b(?:and|but|or|while|whereas|although|though)\b", re.IGNORECASE)
 
 # Chinese negation, on jieba words: a cue negates up to ZH_NEGATION_SCOPE words after it in its
 # clause; the scope also ends at a conjunction or a new modal (ZH_SCOPE_END), except right
@@ -124,26 +126,58 @@ def clauses(text: str) -> list[str]:
     return [c for c in CLAUSE_BREAK.split(text) if c.strip()]
 
 
-def polarity_clash(claim: str, window: str, analyzer) -> bool:
-    """Whether a term the claim and the window share is negated in one and not the other.
+def segments(text: str) -> list[str]:
+    """Clauses cut further at coordinating words: the stretch a negation of English text
+    governs ("valid for 30 days and not reusable" negates only the second part)."""
+    return [p for c in clauses(text) for p in COORDINATION.split(c) if p.strip()]
 
-    The polarity of a term in the window is read in the window's clause that shares the most
-    terms with the claim's clause holding it: a passage that allows one thing and forbids
-    another in two clauses supports a claim about either, but not a claim that swaps them.
+
+def negated(segment: str) -> bool:
+    """Whether an English segment carries a negation cue (its predicate is denied, whether the
+    sentence is active or passive)."""
+    words = [w.lower().replace("’", "'") for w in RAW_WORD.findall(segment)]
+    return any(w in NEGATION_CUES or w.endswith("n't") for w in words)
+
+
+def polarity_clash(claim: str, window: str, analyzer) -> bool:
+    """Whether the claim denies what the window asserts, or asserts what it denies.
+
+    English is read segment by segment: each segment of the claim is set against the window's
+    segment that shares the most terms with it (at least two, or all of a short one), and the
+    two must agree in being negated or not, so "Water damage is not covered by the warranty"
+    agrees with "The warranty does not cover water damage" (passive and active). Chinese is read
+    term by term: the polarity of a shared term in the window is read in the window's clause that
+    shares the most terms with the claim's clause holding it, within the scope of a cue.
     """
     shared = set(analyzer.terms(claim)) & set(analyzer.terms(window))
     if not shared:
         return False
+    if has_han(claim) or has_han(window):
+        return _term_polarity_clash(claim, window, shared, analyzer)
+    parts = [(set(analyzer.terms(s)), negated(s)) for s in segments(window)]
+    for segment in segments(claim):
+        terms = set(analyzer.terms(segment))
+        if not terms or not parts:
+            continue
+        best_terms, best_negated = max(parts, key=lambda p: len(p[0] & terms))
+        if len(best_terms & terms) < min(2, len(terms)):
+            continue  # nothing in the window speaks about this segment
+        if negated(segment) != best_negated:
+            return True
+    return False
+
+
+def _term_polarity_clash(claim: str, window: str, shared: set[str], analyzer) -> bool:
     parts = [(set(analyzer.terms(c)), negated_terms(c, analyzer)) for c in clauses(window)]
     for clause in clauses(claim):
         terms = set(analyzer.terms(clause))
-        negated = negated_terms(clause, analyzer)
+        negated_here = negated_terms(clause, analyzer)
         for term in terms & shared:
             holders = [p for p in parts if term in p[0]]
             if not holders:
                 continue  # split over two clauses by the break; nothing to compare
             best = max(holders, key=lambda p: len(p[0] & terms))
-            if (term in negated) != (term in best[1]):
+            if (term in negated_here) != (term in best[1]):
                 return True
     return False
 
@@ -187,8 +221,9 @@ class LexicalJudge:
         sentences = [text[s:e] for s, e in split_sentences(text)]
         return sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]
 
-    def grade(self, claim: str, passage: str) -> tuple[int, str]:
-        """Best grade of the claim against any sentence window of the passage, and why.
+    def grade(self, claim: str, passage: str) -> Grading:
+        """Best grade of the claim against any sentence window of the passage, why, and the
+        window that decided it.
 
         Content words must be found within one window, the claim's numbers anywhere in the
         passage (a table row or a neighbouring sentence may carry them), a claim about "any" or
@@ -196,22 +231,26 @@ class LexicalJudge:
         claim must not negate what the claim asserts (or vice versa).
         """
         if _quoted(claim, passage):
-            return 2, "the claim quotes the passage word for word"
+            return Grading(2, 1.0, "the claim quotes the passage word for word", "")
         wanted = set(self.analyzer.terms(claim))
-        if not numbers(claim) <= numbers(passage):
-            return 0, "a number of the claim is not in the passage"
-        if UNIVERSAL.search(claim) and not UNIVERSAL.search(passage):
-            return 0, "the claim generalises (any, all, 任何, 所有) and the passage does not"
         windows = self._windows(passage)
         coverage = [len(wanted & set(self.analyzer.terms(w))) / len(wanted) for w in windows]
-        if not coverage or max(coverage) < self.partial:
-            return 0, "no sentence shares enough content words"
+        if not coverage:
+            return Grading(0, 0.0, "the passage has no sentence", "")
         closest = max(range(len(windows)), key=lambda i: (coverage[i], -len(windows[i])))
-        if polarity_clash(claim, windows[closest], self.analyzer):
-            return 0, "the claim and the passage differ in negation"
-        best = max(coverage)
+        best, evidence = coverage[closest], windows[closest]
+        missing = numbers(claim) - numbers(passage)
+        if missing:
+            return Grading(0, best, f"the passage lacks the number {min(missing)}", evidence)
+        if UNIVERSAL.search(claim) and not UNIVERSAL.search(passage):
+            reason = "the claim generalises (any, all, 任何, 所有) and the passage does not"
+            return Grading(0, best, reason, evidence)
+        if best < self.partial:
+            return Grading(0, best, f"at most {best:.0%} of the claim's content words", evidence)
+        if polarity_clash(claim, evidence, self.analyzer):
+            return Grading(0, best, "the claim and the passage differ in negation", evidence)
         grade = 2 if best >= self.full else 1
-        return grade, f"{best:.0%} of the claim's content words in one passage window"
+        return Grading(grade, best, f"{best:.0%} of the claim's content words", evidence)
 
     def judge(
         self, query: Query, claims: Sequence[Claim], context: Sequence[Chunk]
@@ -222,19 +261,41 @@ class LexicalJudge:
                 verdicts.append(Verdict(None, None, (), "no content words to check"))
                 continue
             grades: dict[str, int] = {}
-            reasons: list[str] = []
+            deciding: tuple[Grading, Chunk] | None = None
             for chunk in context:
-                grade, reason = self.grade(claim.text, chunk.text)
-                grades[chunk.doc_id] = max(grade, grades.get(chunk.doc_id, 0))
-                reasons.append(reason)
+                found = self.grade(claim.text, chunk.text)
+                grades[chunk.doc_id] = max(found.grade, grades.get(chunk.doc_id, 0))
+                if deciding is None or (found.grade, found.coverage) > (
+                    deciding[0].grade,
+                    deciding[0].coverage,
+                ):
+                    deciding = (found, chunk)
             best = max(grades.values(), default=0)
             by = tuple(d for d, g in grades.items() if g >= self.supported_at)
-            reason = next(
-                (r for r in reasons if r.endswith("window")),
-                reasons[0] if reasons else "no context",
-            )
+            reason = _reason(*deciding) if deciding else "no context"
             verdicts.append(Verdict(best, best >= self.supported_at, by, reason))
         return verdicts
+
+
+@dataclass(frozen=True)
+class Grading:
+    """The lexical judge's grade of a claim against one passage, and what decided it."""
+
+    grade: int
+    coverage: float  # share of the claim's content words in the closest window
+    reason: str
+    evidence: str  # the passage window the grade was read in ("" for a quote)
+
+
+def _reason(found: Grading, chunk: Chunk) -> str:
+    """The verdict's reason: the deciding chunk (the best-graded one, or for an unsupported
+    claim the closest), why, and the window it was read in."""
+    where = f"{chunk.chunk_id}: {found.reason}"
+    if not found.evidence:
+        return where
+    window = " ".join(found.evidence.split())
+    window = window if len(window) <= 160 else window[:157] + "..."
+    return f"{where}: “{window}”"
 
 
 def _squeezed(text: str) -> str:
