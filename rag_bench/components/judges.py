@@ -142,27 +142,26 @@ def negated(segment: str) -> bool:
 def polarity_clash(claim: str, window: str, analyzer) -> bool:
     """Whether the claim denies what the window asserts, or asserts what it denies.
 
-    English is read segment by segment: each segment of the claim is set against the window's
-    segment that shares the most terms with it (at least two, or all of a short one), and the
-    two must agree in being negated or not, so "Water damage is not covered by the warranty"
-    agrees with "The warranty does not cover water damage" (passive and active). Chinese is read
-    term by term: the polarity of a shared term in the window is read in the window's clause that
-    shares the most terms with the claim's clause holding it, within the scope of a cue.
+    Term by term: a term the two share is in the scope of a negation cue on one side only; the
+    polarity of a term in the window is read in the window's clause that shares the most terms
+    with the claim's clause holding it. In English the scope follows word order, which a change
+    of voice reverses, so the clash must also hold segment by segment: the claim's segment and
+    the window's segment closest to it (sharing the most terms) differ in carrying a cue. Thus
+    "Water damage is not covered by the warranty" agrees with "The warranty does not cover water
+    damage", and "Fresh food can be returned" clashes with "Fresh food cannot be returned".
     """
     shared = set(analyzer.terms(claim)) & set(analyzer.terms(window))
-    if not shared:
+    if not shared or not _term_polarity_clash(claim, window, shared, analyzer):
         return False
     if has_han(claim) or has_han(window):
-        return _term_polarity_clash(claim, window, shared, analyzer)
+        return True
     parts = [(set(analyzer.terms(s)), negated(s)) for s in segments(window)]
     for segment in segments(claim):
         terms = set(analyzer.terms(segment))
         if not terms or not parts:
             continue
         best_terms, best_negated = max(parts, key=lambda p: len(p[0] & terms))
-        if len(best_terms & terms) < min(2, len(terms)):
-            continue  # nothing in the window speaks about this segment
-        if negated(segment) != best_negated:
+        if best_terms & terms and negated(segment) != best_negated:
             return True
     return False
 
