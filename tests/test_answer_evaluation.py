@@ -386,3 +386,38 @@ def test_key_fact_recall_reads_sentence_long_gold_answers():
     assert key_fact_recall("USD 5,000 per year", "USD 5000", "What is the cap?") == 1
     assert key_fact_recall("anything", "No drive detected", "What does the LED say?") is None
     assert verdict("The LED says no drive detected.", "No drive detected", "LED?") == "correct"
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "relevant"),
+    [
+        (
+            "What is the phone number of the support centre in Dublin?",
+            "The Dublin support centre is at 4 Harbour Road [d1].",
+            False,
+        ),
+        (
+            "What is the phone number of the support centre in Dublin?",
+            "The Dublin support centre answers on +353 1 555 0188 [d1].",
+            True,
+        ),
+        (
+            "What is the postal address of the support centre in Dublin?",
+            "Call the Dublin support centre on +353 1 555 0188 [d1].",
+            False,
+        ),
+        (
+            "What is the postal address of the support centre in Dublin?",
+            "The Dublin support centre is at 4 Harbour Road [d1].",
+            True,
+        ),
+        ("How long do refunds take?", "Refunds go to the original account [d1].", False),
+        ("How long do refunds take?", "Refunds take 5 working days [d1].", True),
+        ("客服电话是多少？", "客服中心位于上海市徐汇路8号【d1】。", False),
+    ],
+)
+def test_answer_relevance_notices_a_missing_asked_for_value(question, answer, relevant):
+    from rag_bench.components.analyzers import AutoAnalyzer
+
+    m = answer_metrics(evidence(Query("q", question), answer), [1], AutoAnalyzer())
+    assert (m["answer_relevance"] > 0) is relevant

@@ -14,6 +14,7 @@ import numpy as np
 
 from rag_bench.evaluation.correctness import contains, exact_match, key_fact_recall, token_f1
 from rag_bench.model import Chunk, Claim, Query, Verdict
+from rag_bench.text.asked import asked_kind, gives
 from rag_bench.text.claims import strip_markers
 
 ANSWER_METRICS = (
@@ -73,6 +74,9 @@ def response_metrics(e: AnswerEvidence, analyzer) -> dict[str, float | None]:
     relevance = None
     if not e.refused and wanted:
         relevance = len(wanted & set(analyzer.terms(text))) / len(wanted)
+        kind = asked_kind(e.query.text)
+        if kind is not None and not gives(kind, text):
+            relevance = 0.0  # on topic, but without the phone number, address, ... asked for
     exact = f1 = within = facts = None
     if gold and not refuse:
         exact = 0.0 if e.refused else exact_match(text, gold)
