@@ -5,7 +5,7 @@ due 5 business days after resolution.") is never matched word for word by a good
 facts are: ``INC-2025-0211``, ``SEV1``, ``5``. A fact is found in a text when its numbers are
 among the text's numbers (``1,200`` = ``1200``, ``七天`` = ``7天``) and its words among the text's
 words, case and punctuation aside (``September 2025`` is found in "August and September of
-2025").
+2025"); a code when the text names the same code (``KS-440`` = ``ks440``, not ``KS-440R``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ NAME = re.compile(r"[A-Z][\w’'&-]*(?:\s+(?:(?:of|and|&|de|du)\s+)?[A-Z][\w’'
 FUNCTION_WORDS = frozenset(
     "the a an in on at for to of and or but with by from each every this that these those it "
     "its if when yes no all any some after before within under over until use per i you they "
-    "we he she there here what which who how why is are was were be not only also both".split()
+    "we he she there here what which who how why is are was were be not only also both can could "
+    "do does did will would should may might must has have had my our your their".split()
 )
 WORD = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
 SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)$")
@@ -49,8 +50,11 @@ class Fact:
     text: str
     numbers: frozenset[str]
     words: tuple[str, ...]
+    code: str | None = None  # a code's canonical form: KS-440, ks440 and KS 440 are one code
 
     def found_in(self, text: str) -> bool:
+        if self.code is not None:
+            return mentions(text, self.code)
         if not self.numbers <= numbers(text):
             return False
         return set(self.words) <= set(_words(text))
@@ -63,18 +67,18 @@ def key_facts(text: str) -> list[Fact]:
     facts: list[tuple[int, Fact]] = []
     taken: list[tuple[int, int]] = []
 
-    def add(start: int, end: int, bare_number: bool = False) -> None:
+    def add(start: int, end: int, bare_number: bool = False, code: bool = False) -> None:
         if any(s < end and start < e for s, e in taken):
             return
         taken.append((start, end))
         piece = text[start:end]
-        facts.append(
-            (start, Fact(piece, frozenset(numbers(piece)), () if bare_number else _words(piece)))
-        )
+        words = () if bare_number else _words(piece)
+        canonical = _canonical(piece) if code else None
+        facts.append((start, Fact(piece, frozenset(numbers(piece)), words, canonical)))
 
     for pattern in (ISO_DATE, MONTH_DATE, CODE):
         for match in pattern.finditer(text):
-            add(match.start(), match.end())
+            add(match.start(), match.end(), code=pattern is CODE)
     for match in NAME.finditer(text):
         start, end = _name_span(text, match)
         if start < end:
@@ -108,3 +112,22 @@ def _name_span(text: str, match: re.Match) -> tuple[int, int]:
 def _words(text: str) -> tuple[str, ...]:
     """Lower-cased words, every Han character one of its own (Chinese has no spaces)."""
     return tuple(WORD.findall(text.lower()))
+
+
+def codes(text: str) -> set[str]:
+    """The codes of a text (product, error, incident and version codes) in a canonical form:
+    lower-case letters and digits only, so ``KS-440``, ``ks440`` and ``KS 440`` are one code."""
+    return {_canonical(m.group()) for m in CODE.finditer(text)}
+
+
+def mentions(text: str, code: str) -> bool:
+    """Whether ``text`` names the canonical ``code``: as a code, or as two adjacent words
+    (``5 GB`` for ``5gb``). A longer code is another code (KS-660R is not KS-660)."""
+    if code in codes(text):
+        return True
+    words = [_canonical(w) for w in text.split()]
+    return code in {a + b for a, b in zip(words, words[1:])}
+
+
+def _canonical(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
