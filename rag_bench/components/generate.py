@@ -39,7 +39,7 @@ class _Candidate:
     description="the best-matching sentences of the top chunks, each citing its document",
     context_k=5,
     max_sentences=2,
-    min_coverage=0.5,
+    min_coverage=0.2,
 )
 class ExtractiveGenerator:
     """Greedy set cover of the query's terms by context sentences, weighted by term rarity.
@@ -55,7 +55,7 @@ class ExtractiveGenerator:
     and a mainly Chinese query is refused in Chinese (``REFUSAL_TEXT_ZH``).
     """
 
-    def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.5):
+    def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.2):
         self.context_k = context_k
         self.max_sentences = max_sentences
         self.min_coverage = min_coverage
@@ -160,7 +160,7 @@ def _cite(sentence: str, doc_id: str) -> str:
     delay_ms=200.0,
     context_k=5,
     max_sentences=2,
-    min_coverage=0.5,
+    min_coverage=0.2,
 )
 class DelayedGenerator(ExtractiveGenerator):
     def __init__(self, delay_ms: float = 200.0, **extractive):
