@@ -384,6 +384,9 @@ def test_key_fact_recall_reads_sentence_long_gold_answers():
     assert verdict("It was SEV2; drafts are due in 5 days.", gold, question) == "partial"
     assert verdict("Drafts are due in 10 days.", gold, question) == "wrong"
     assert key_fact_recall("USD 5,000 per year", "USD 5000", "What is the cap?") == 1
+    # an amount is one fact, read by its number: "MSRP (US)" does not give US$2,999
+    assert verdict("MSRP (US) of the unit", "US$2,999", "What is the MSRP?") == "wrong"
+    assert verdict("It costs $2,999 in the US.", "US$2,999", "What is the MSRP?") == "correct"
     assert key_fact_recall("anything", "No drive detected", "What does the LED say?") is None
     assert verdict("The LED says no drive detected.", "No drive detected", "LED?") == "correct"
 

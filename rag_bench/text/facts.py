@@ -20,6 +20,10 @@ from rag_bench.text.scripts import HAN
 # (KS-220, E-4102, KP-R12, INC-2025-0211, SEV1, v2025.1; not 4-hour); dots and hyphens inside it
 # belong to it.
 CODE = re.compile(r"(?<![\w.-])(?=[\w.-]*\d)(?=[\w.-]*(?:[A-Z]|[a-z]\d))\w(?:[\w.-]*\w)?", re.ASCII)
+# An amount: a currency sign or code and its number are one fact, read by the number
+# (US$2,999, USD 5,000, €49, 12.50 EUR).
+CURRENCY = r"(?:US\$|S\$|C\$|A\$|\$|€|£|¥|USD|EUR|GBP|SGD|CAD|AUD|JPY|CNY|RMB)"
+AMOUNT = re.compile(rf"{CURRENCY}\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?{CURRENCY}(?![A-Za-z])")
 ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 MONTHS = (
     "january february march april may june july august september october november december "
@@ -61,8 +65,8 @@ class Fact:
 
 
 def key_facts(text: str) -> list[Fact]:
-    """The facts of ``text`` in the order they appear, each once: dates, codes, names and the
-    remaining numbers (a number inside a date or a code is part of that fact, not one of its
+    """The facts of ``text`` in the order they appear, each once: amounts, dates, codes, names
+    and the remaining numbers (a number inside a date or a code is part of that fact, not one of its
     own; a capitalised unit after a number, as in ``31.2 W``, is no name)."""
     facts: list[tuple[int, Fact]] = []
     taken: list[tuple[int, int]] = []
@@ -76,6 +80,8 @@ def key_facts(text: str) -> list[Fact]:
         canonical = _canonical(piece) if code else None
         facts.append((start, Fact(piece, frozenset(numbers(piece)), words, canonical)))
 
+    for match in AMOUNT.finditer(text):
+        add(match.start(), match.end(), bare_number=True)
     for pattern in (ISO_DATE, MONTH_DATE, CODE):
         for match in pattern.finditer(text):
             add(match.start(), match.end(), code=pattern is CODE)
