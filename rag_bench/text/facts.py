@@ -34,7 +34,9 @@ MONTH_DATE = re.compile(
     re.IGNORECASE,
 )
 # Capitalised words in a row (with "of"/"and"/"&" between them): a name.
-NAME = re.compile(r"[A-Z][\w’'&-]*(?:\s+(?:(?:of|and|&|de|du)\s+)?[A-Z][\w’'&-]*)*", re.ASCII)
+NAME = re.compile(
+    r"(?<!\w)[A-Z][\w’'&-]*(?:\s+(?:(?:of|and|&|de|du)\s+)?[A-Z][\w’'&-]*)*", re.ASCII
+)
 # Capitalised words that begin a sentence or a name without being one.
 FUNCTION_WORDS = frozenset(
     "the a an in on at for to of and or but with by from each every this that these those it "
