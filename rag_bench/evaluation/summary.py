@@ -29,7 +29,7 @@ def headline_metrics(ks) -> list[str]:
         f"mrr@{k}",
         f"ndcg@{k}",
         "faithfulness",
-        "answer_exact",
+        "key_fact_recall",
         "correct_refusal",
         "over_refusal",
     ]
