@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 from rag_bench.analysis.diagnose import diagnose_run
 from rag_bench.experiment.runner import run_variant
-from rag_bench.runs.reader import Store
+from rag_bench.runs import open_runs
 
 SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 
@@ -23,8 +23,8 @@ def runs(tmp_path_factory):
 
 
 def test_symptoms_of_the_seed_example(runs):
-    store = Store.open(runs)
-    annotated = [r for r in store.runs if r.manifest["judge"]["name"] == "annotated"][0]
+    store = open_runs(runs)
+    annotated = [r for r in store.list() if r.manifest["judge"]["name"] == "annotated"][0]
     table = diagnose_run(store, annotated, slice_by="none").set_index("symptom")
     # q1 has one unsupported claim of three (faithfulness 2/3) and a citation to a document
     # that does not support its claim; q2 has no citation, so it is not counted there
@@ -37,8 +37,8 @@ def test_symptoms_of_the_seed_example(runs):
 
 
 def test_against_pairs_the_same_queries(runs, rag_bench):
-    store = Store.open(runs)
-    annotated, lexical = sorted(store.runs, key=lambda r: r.manifest["judge"]["name"])
+    store = open_runs(runs)
+    annotated, lexical = sorted(store.list(), key=lambda r: r.manifest["judge"]["name"])
     table = diagnose_run(store, lexical, annotated, slice_by="none").set_index("symptom")
     row = table.loc["unsupported claims"]
     assert row["n_against"] == 1

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.errors import UsageError
-from rag_bench.runs.reader import Store, StoredRun
+from rag_bench.runs import RunStore, StoredRun
 
 SLICES = ("category", "tag", "failure_class", "none")
 EXAMPLES = 3
@@ -97,7 +97,7 @@ def cutoffs(run: StoredRun) -> tuple[int, int]:
     return k, ks[-1]
 
 
-def symptoms_per_query(store: Store, run: StoredRun, k: int, n: int) -> pd.DataFrame:
+def symptoms_per_query(store: RunStore, run: StoredRun, k: int, n: int) -> pd.DataFrame:
     """One row per query of the run: its slices and one column per symptom (1, 0 or NaN)."""
     con = store.connect([run])
     values = con.execute(
@@ -154,7 +154,7 @@ def _tabulate(frame: pd.DataFrame, slice_by: str) -> pd.DataFrame:
 
 
 def diagnose_run(
-    store: Store, run: StoredRun, against: StoredRun | None = None, slice_by: str = "category"
+    store: RunStore, run: StoredRun, against: StoredRun | None = None, slice_by: str = "category"
 ) -> pd.DataFrame:
     """The diagnosis table of ``run``: one row per (symptom, slice) with the count and share of
     queries showing it, the likely culprit stage, what to try and example query ids. With

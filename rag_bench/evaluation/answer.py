@@ -1,5 +1,8 @@
 """Answer-side metrics of one query: what the generator did with the evidence.
 
+Which metrics exist, their direction and the queries they apply to are declared in the metric
+catalogue (:mod:`rag_bench.evaluation.measures`); this module computes them.
+
 Every metric is NULL (None) where it is undefined, never a silent 0: faithfulness without
 claims, citation precision without citations, retrieval-context metrics without a gold answer
 or relevant documents, the refusal metrics on the kind of query they do not apply to.
@@ -13,30 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag_bench.evaluation.correctness import contains, exact_match, key_fact_recall, token_f1
+from rag_bench.evaluation.measures import answer_metric_names
 from rag_bench.model import Chunk, Claim, Query, Verdict
 from rag_bench.text.asked import asked_kind, gives
 from rag_bench.text.claims import strip_markers
-
-ANSWER_METRICS = (
-    "faithfulness",
-    "citation_precision",
-    "citation_coverage",
-    "answer_relevance",
-    "answer_exact",
-    "answer_f1",
-    "answer_contains",
-    "key_fact_recall",
-    "correct_refusal",
-    "over_refusal",
-    "answered_unanswerable",
-)
-# Metrics where a rise is a regression (every other metric: higher is better).
-LOWER_IS_BETTER = frozenset({"over_refusal", "answered_unanswerable"})
-CONTEXT_FAMILIES = ("context_precision", "context_recall", "answer_span_recall")
-
-
-def answer_metric_names(ks: Sequence[int]) -> list[str]:
-    return list(ANSWER_METRICS) + [f"{family}@{k}" for k in ks for family in CONTEXT_FAMILIES]
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:

@@ -27,18 +27,23 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.analysis.compare import (
-    DEFAULT_METRICS,
     SLICES,
     TIE,
     metric_cutoff,
     query_slices,
-    slice_order,
 )
-from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
-from rag_bench.evaluation.answer import LOWER_IS_BETTER
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES
-from rag_bench.evaluation.stats import bootstrap_ci
-from rag_bench.runs.reader import Store, StoredRun
+from rag_bench.evaluation.measures import (
+    canonical,
+    canonical_names,
+    headline_metrics,
+    lower_is_better,
+    not_stored,
+)
+from rag_bench.evaluation.stats import MAX_RESAMPLES, bootstrap_ci
+from rag_bench.evaluation.summary import slice_order
+from rag_bench.runs import RunStore, StoredRun, open_runs
 
 INSTALL = "pip install 'rag-bench[report]'"
 
@@ -79,7 +84,7 @@ class ReportData:
 # --- compute: read the traces ------------------------------------------------------------
 
 
-def _resolve(store: Store, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
+def _resolve(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
     if not refs:
         raise UsageError("report needs at least one run", "e.g. rag-bench report latest:baseline")
     runs = [store.get(ref) for ref in refs]
@@ -110,10 +115,11 @@ def _quoted(names: Sequence[str]) -> str:
 
 def _load(con, metric: str, metrics: Sequence[str] | None):
     available = [r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY 1").fetchall()]
-    chosen = list(metrics) if metrics else [m for m in DEFAULT_METRICS if m in available]
+    chosen = canonical_names(metrics) if metrics else headline_metrics()
+    chosen = chosen if metrics else [m for m in chosen if m in available]
     for name in [metric, *chosen]:
         if name not in available:
-            raise UnknownNameError("metric in these runs", name, available)
+            raise not_stored("metric in these runs", name, available)
     wanted = list(dict.fromkeys([*chosen, metric]))
     values = con.sql(
         "SELECT run_id, query_id, metric, value FROM metrics "
@@ -301,7 +307,7 @@ def worst_queries(
     else:
         rows["baseline"] = np.nan
     rows["delta"] = rows["value"] - rows["baseline"]
-    worse_first = metric not in LOWER_IS_BETTER
+    worse_first = not lower_is_better(metric)
     rows["_badness"] = -rows["value"] if worse_first else rows["value"]
     rows["_loss"] = (-rows["delta"] if worse_first else rows["delta"]).fillna(0.0)
     ordered = rows.sort_values(["_badness", "_loss", "query_id"], ascending=[False, False, True])
@@ -384,7 +390,7 @@ def manifest_table(runs: list[StoredRun], labels: dict[str, str]) -> pd.DataFram
 
 
 def report_data(
-    store: Store,
+    runs_dir: str | Path | RunStore | None,
     refs: Sequence[str],
     *,
     slice_by: str | None = "category",
@@ -396,10 +402,10 @@ def report_data(
     allow_mismatch: bool = False,
 ) -> ReportData:
     """Read the runs and build every table of the report (no HTML yet)."""
-    if top < 0:
-        raise UsageError(f"--top {top} is below 0", "e.g. --top 10")
-    if resamples < 1:
-        raise UsageError(f"--resamples {resamples} is below 1", "e.g. --resamples 10000")
+    check_number("top", top, 0, whole=True)
+    check_number("resamples", resamples, 1, MAX_RESAMPLES, whole=True)
+    metric = canonical(metric)
+    store = open_runs(runs_dir)
     runs = _resolve(store, refs, allow_mismatch)
     con = store.connect(runs)
     values, queries, chosen = _load(con, metric, metrics)
@@ -463,7 +469,7 @@ def _number(value: object, digits: int = 3) -> str:
 
 
 def _metric_title(metric: str) -> str:
-    return f"{metric} (lower is better)" if metric in LOWER_IS_BETTER else metric
+    return f"{metric} (lower is better)" if lower_is_better(metric) else metric
 
 
 def _colour(run_ids: list[str], run_id: str) -> str:
@@ -531,7 +537,7 @@ def _means_figure(data: ReportData, go, make_subplots):
 def _scatter_figure(data: ReportData, go):
     pairs = data.pairs
     first, last = data.runs[0], data.runs[-1]
-    lower_better = data.metric in LOWER_IS_BETTER
+    lower_better = lower_is_better(data.metric)
     better = pairs["delta"] < -TIE if lower_better else pairs["delta"] > TIE
     worse = pairs["delta"] > TIE if lower_better else pairs["delta"] < -TIE
     fig = go.Figure()
@@ -833,7 +839,7 @@ def render_report(data: ReportData) -> str:
         if len(data.runs) > 1 and not data.pairs.empty
         else "<p>The per-query scatter needs two runs that share queries.</p>"
     )
-    worse = "highest" if data.metric in LOWER_IS_BETTER else "lowest"
+    worse = "highest" if lower_is_better(data.metric) else "lowest"
     slice_name = data.slice_by or "none"
     sections = [
         f"""<h2 id="means">Means per {e(slice_name)} with 95 % intervals</h2>
@@ -878,7 +884,7 @@ classes</a><a href="#worst">Worst queries</a><a href="#manifests">Manifests</a><
 
 
 def report(
-    store: Store,
+    runs_dir: str | Path | RunStore | None,
     refs: Sequence[str],
     *,
     slice_by: str | None = "category",
@@ -895,6 +901,12 @@ def report(
     Returns the HTML; with ``output`` also writes it there.
     """
     _plotly()  # fail before any work when the extra is missing
+    store = open_runs(runs_dir)
+    if output is not None and store.holds(output):
+        raise UsageError(
+            f"the report would be written into the runs folder {store} ({output})",
+            "write it outside the runs folder",
+        )
     data = report_data(
         store,
         refs,

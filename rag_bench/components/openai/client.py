@@ -24,19 +24,19 @@ import json
 import os
 import random
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from rag_bench.errors import RagBenchError, UsageError, import_backend
 from rag_bench.io.cache import default_cache_dir, digest
+from rag_bench.io.durable import atomic_write
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -46,20 +46,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_BACKOFF_S = 30.0  # longest wait between two attempts, Retry-After included
 CACHE_FORMAT = 1
 UNTRUSTED_TAG = re.compile(r"<(/?\s*passages?)", re.IGNORECASE)
-
-# The parameters every HTTP-backed component takes, with their defaults. Only the *names* of
-# the environment variables are parameters: the values never reach params or the manifest.
-HTTP_PARAMS: dict[str, Any] = {
-    "base_url_env": "OPENAI_BASE_URL",
-    "api_key_env": "OPENAI_API_KEY",
-    "timeout": 60.0,
-    "max_retries": 4,
-    "retry_backoff": 1.0,
-    "concurrency": 4,
-    "cache": True,
-    "price_per_1k_prompt": 0.0,
-    "price_per_1k_completion": 0.0,
-}
 
 
 class EndpointError(RagBenchError):
@@ -81,23 +67,28 @@ class LLMClient:
     """Chat completions and embeddings against one OpenAI-compatible base URL.
 
     ``where`` names the slot using the client (``generator``, ``judge``, ``encoder``) so that
-    hints can name the exact ``--set`` that fixes a problem.
+    hints can name the exact ``--set`` that fixes a problem. The other settings are the
+    parameters of :class:`EndpointComponent`, where their defaults are declared.
     """
 
     def __init__(
         self,
         *,
         where: str,
-        base_url_env: str = "OPENAI_BASE_URL",
-        api_key_env: str = "OPENAI_API_KEY",
-        timeout: float = 60.0,
-        max_retries: int = 4,
-        retry_backoff: float = 1.0,
-        concurrency: int = 4,
-        cache: bool = True,
-        price_per_1k_prompt: float = 0.0,
-        price_per_1k_completion: float = 0.0,
+        base_url_env: str,
+        api_key_env: str,
+        timeout: float,
+        max_retries: int,
+        retry_backoff: float,
+        concurrency: int,
+        cache: bool,
+        price_per_1k_prompt: float,
+        price_per_1k_completion: float,
+        default_base_url: str | None = DEFAULT_BASE_URL,
+        speaks: str = "an OpenAI-compatible API (base URL ending in /v1)",
     ):
+        """``default_base_url`` is used when ``$base_url_env`` is unset (None: it must be set);
+        ``speaks`` names the protocol the server must speak, in hints."""
         if timeout <= 0:
             raise UsageError(f"{where}.timeout={timeout} is not positive", "e.g. 60 (seconds)")
         if max_retries < 0:
@@ -111,13 +102,16 @@ class LLMClient:
         self._httpx = import_backend("httpx", INSTALL, f"the {where} calling an HTTP endpoint")
         self.where = where
         self.base_url_env, self.api_key_env = base_url_env, api_key_env
-        raw = os.environ.get(base_url_env, "").strip() or DEFAULT_BASE_URL
+        raw = os.environ.get(base_url_env, "").strip() or default_base_url or ""
+        if not raw:
+            raise UsageError(f"${base_url_env} is not set", f"set {base_url_env} to {speaks}")
         if urlsplit(raw).scheme not in ("http", "https") or not urlsplit(raw).hostname:
             raise UsageError(
                 f"${base_url_env} is not an http(s) URL",
                 f"set {base_url_env} to the API's base URL, e.g. {DEFAULT_BASE_URL}",
             )
         self.base_url = raw.rstrip("/")
+        self.speaks = speaks
         self._key = os.environ.get(api_key_env, "").strip() or None
         self.timeout, self.max_retries, self.retry_backoff = timeout, max_retries, retry_backoff
         self.concurrency = concurrency
@@ -230,7 +224,7 @@ class LLMClient:
     def post(self, path: str, body: dict) -> dict:
         """POST ``body`` to ``<base url>/<path>``: from the cache when this exact request was
         answered before, else over HTTP (with retries), then cached."""
-        url = f"{self.base_url}/{path}"
+        url = f"{self.base_url}/{path}" if path else self.base_url
         key = digest({"format": CACHE_FORMAT, "endpoint": public_url(url), "body": body})
         cached = self._cache_read(key)
         if cached is not None:
@@ -314,10 +308,11 @@ class LLMClient:
             )
         if status == 404:
             raise EndpointError(
-                f"{shown} answered HTTP 404: no such endpoint or model {body.get('model')!r}"
-                f"{self._server_message(response)}",
-                f"check {self.base_url_env} (the base URL usually ends in /v1) "
-                f"and --set {self.where}.model=...",
+                f"{shown} answered HTTP 404: no such endpoint"
+                + (f" or model {body['model']!r}" if "model" in body else "")
+                + self._server_message(response),
+                f"check that {self.base_url_env} points at {self.speaks}"
+                + (f" and --set {self.where}.model=..." if "model" in body else ""),
             )
         if status in (408, 409, 425, 429) or status >= 500:
             return
@@ -342,7 +337,7 @@ class LLMClient:
     def _not_openai_url(self, shown: str, what: str) -> EndpointError:
         return EndpointError(
             f"the reply of {shown} {what}",
-            f"point {self.base_url_env} at an OpenAI-compatible API (base URL ending in /v1)",
+            f"point {self.base_url_env} at {self.speaks}",
         )
 
     def _not_openai(self, path: str, what: str) -> EndpointError:
@@ -382,10 +377,7 @@ class LLMClient:
         path = self._cache_path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            handle, staging = tempfile.mkstemp(prefix=f".{key[:8]}-", dir=path.parent)
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(entry, out, ensure_ascii=False)
-            os.replace(staging, path)
+            atomic_write(path, json.dumps(entry, ensure_ascii=False).encode("utf-8"))
         except OSError:
             return  # an unwritable cache only costs money on the next run
 
@@ -403,9 +395,52 @@ def _retry_after(response) -> float | None:
         return None
 
 
-def client_from_params(where: str, params: dict[str, Any]) -> LLMClient:
-    """An :class:`LLMClient` from a component's HTTP parameters (see :data:`HTTP_PARAMS`)."""
-    return LLMClient(where=where, **{k: params[k] for k in HTTP_PARAMS})
+class EndpointComponent:
+    """Base of the components that call an OpenAI-compatible endpoint through ``self.client``.
+
+    Its keyword parameters configure the client; a subclass's ``__init__`` passes its
+    ``**http`` on with ``super().__init__(**http)``, which makes them the subclass's parameters
+    too. Only the *names* of the environment variables are parameters: the URL and the key
+    never reach params or the manifest. A subclass says which slot it fills (``where``, named
+    in hints) and declares ``Capability.METERED``: this class reports what the client used.
+    """
+
+    where: ClassVar[str]
+    model: str
+
+    def __init__(
+        self,
+        base_url_env: str = "OPENAI_BASE_URL",
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        retry_backoff: float = 1.0,
+        concurrency: int = 4,
+        cache: bool = True,
+        price_per_1k_prompt: float = 0.0,
+        price_per_1k_completion: float = 0.0,
+    ):
+        self.client = LLMClient(
+            where=self.where,
+            base_url_env=base_url_env,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_backoff=retry_backoff,
+            concurrency=concurrency,
+            cache=cache,
+            price_per_1k_prompt=price_per_1k_prompt,
+            price_per_1k_completion=price_per_1k_completion,
+        )
+
+    def usage(self) -> dict:
+        return {"model": self.model, **self.client.usage()}
+
+    def tally(self) -> dict:
+        return self.client.tally()
+
+    def absorb(self, counts: dict) -> None:
+        self.client.absorb(counts)
 
 
 def untrusted(text: str) -> str:
