@@ -157,6 +157,8 @@ def query_table(rng, run_id: str, n: int, categories, schema):
         ),
         "refused": pa.array(rng.random(n) < 0.12),
         "failure_class": pc.take(pa.array(FAILURE_CLASSES), pa.array(failure)),
+        "failure_stage": pa.nulls(n, pa.string()),
+        "failure_fix": pa.nulls(n, pa.string()),
         "n_relevant": pa.array(rng.integers(0, 6, size=n)),
         **latency,
     }

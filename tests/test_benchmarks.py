@@ -136,7 +136,7 @@ def test_store_peers_agree_with_the_library(store):
 
 def test_synthetic_run_tables_are_written_by_write_run(tmp_path):
     frames = bench_store.run_tables(12, seed=0)
-    assert len(frames["metrics"]) == 12 * 72  # every metric at the default cutoffs
+    assert len(frames["metrics"]) == 12 * 74  # every metric at the default cutoffs
     per_query = bench_store.DEPTH + bench_store.DOCS_PER_QUERY
     assert len(frames["retrieved"]) == 12 * per_query
     for tool, write in bench_store.WRITE_OPS.items():

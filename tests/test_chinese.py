@@ -13,14 +13,15 @@ from conftest import SHIPPED
 from rag_bench.components.analyzers import AutoAnalyzer, ChineseAnalyzer, EnglishAnalyzer
 from rag_bench.components.chunking import FixedChunker, RecursiveChunker, _words, chunk_corpus
 from rag_bench.components.generate import REFUSAL_TEXT, REFUSAL_TEXT_ZH, ExtractiveGenerator
-from rag_bench.components.judges import LexicalJudge, negated_terms, numbers, polarity_clash
+from rag_bench.components.judges import LexicalJudge, negated_terms, polarity_clash
 from rag_bench.components.registry import build, registry, resolve
 from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import RagBenchError
-from rag_bench.evaluation.answer import contains, token_f1, words
+from rag_bench.evaluation.correctness import contains, token_f1, words
 from rag_bench.experiment.runner import run_variant
 from rag_bench.model import Chunk, Claim, Doc, Query
 from rag_bench.text.claims import is_refusal, split_claims
+from rag_bench.text.numbers import numbers
 from rag_bench.text.scripts import cjk_share, is_chinese
 from rag_bench.text.sentences import split_sentences
 

@@ -65,3 +65,34 @@ def test_refusals_are_recognised(answer):
 )
 def test_answers_are_not_refusals(answer):
     assert not is_refusal(answer)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            "Use a certified drive, e.g. Seagate IronWolf [d1]. It works [d2].",
+            ["Use a certified drive, e.g. Seagate IronWolf.", "It works."],
+        ),
+        (
+            "Dr. Smith signs it in Jan. 2024 [d1]. Then wait.",
+            ["Dr. Smith signs it in Jan. 2024.", "Then wait."],
+        ),
+        (
+            "J. R. Smith and the U.S. Army agreed. Done.",
+            ["J. R. Smith and the U.S. Army agreed.", "Done."],
+        ),
+        ("Version 3.5 is out. It costs 5.25 USD.", ["Version 3.5 is out.", "It costs 5.25 USD."]),
+        (
+            "Steps: 1. Open the tray. 2. Insert the drive.",
+            ["Steps: 1. Open the tray.", "2. Insert the drive."],
+        ),
+        (
+            "Form No. 7 applies. He said no. Later.",
+            ["Form No. 7 applies.", "He said no.", "Later."],
+        ),
+        ("The limit is 5. Then it stops.", ["The limit is 5.", "Then it stops."]),
+    ],
+)
+def test_abbreviations_initials_decimals_dates_and_list_items_stay_whole(answer, expected):
+    assert [c.text for c in split_claims(answer)] == expected

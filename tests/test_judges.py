@@ -4,10 +4,11 @@ import pytest
 
 from conftest import ROOT
 from rag_bench.components.analyzers import EnglishAnalyzer
-from rag_bench.components.judges import AnnotatedJudge, LexicalJudge, numbers, polarity_clash
+from rag_bench.components.judges import AnnotatedJudge, LexicalJudge, polarity_clash
 from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import RagBenchError
 from rag_bench.model import Chunk, Claim, Query
+from rag_bench.text.numbers import numbers
 
 PASSAGE = Chunk(
     "d1",
@@ -113,3 +114,32 @@ def test_a_verbatim_quote_is_supported_even_when_guards_would_misfire(lexical):
     )
     assert (v.grade, v.supported, v.supported_by) == (2, True, ("d7",))
     assert "word for word" in v.reason
+
+
+WARRANTY = Chunk("w#0", "w", 0, 0, "The warranty does not cover water damage. Repairs take 5 days.")
+
+
+@pytest.mark.parametrize(
+    ("claim", "supported"),
+    [
+        ("Water damage is not covered by the warranty.", True),  # passive of the passage
+        ("The warranty does not cover water damage.", True),
+        ("Water damage is covered by the warranty.", False),
+        ("The warranty covers water damage.", False),
+    ],
+)
+def test_negation_holds_across_passive_and_active(lexical, claim, supported):
+    v = verdict(lexical, claim, [WARRANTY])
+    assert v.supported is supported, v.reason
+    if not supported:
+        assert "negation" in v.reason
+
+
+def test_the_reason_names_the_deciding_chunk_and_its_evidence(lexical):
+    v = verdict(lexical, "Refunds reach the original payment account quickly.")
+    # d2 decides (d1 comes first in the context but shares nothing)
+    assert v.supported and v.reason.startswith("d2: ")
+    assert "“Refunds reach the original payment account within 5 working days.”" in v.reason
+    unsupported = verdict(lexical, "Opened items can be returned within 60 days of delivery.")
+    assert unsupported.reason.startswith("d1: the passage lacks the number 60")
+    assert "“Opened items can be returned within 30 days of delivery.”" in unsupported.reason

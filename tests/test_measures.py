@@ -146,7 +146,7 @@ def test_headline_metrics_at_the_cutoffs_of_a_run():
         "ndcg@10",
         "faithfulness",
         "citation_precision",
-        "answer_exact",
+        "key_fact_recall",
         "correct_refusal",
         "over_refusal",
     ]
@@ -172,6 +172,8 @@ def test_answer_metrics_are_stored_in_the_order_they_always_were():
         "answer_relevance",
         "answer_exact",
         "answer_f1",
+        "answer_contains",
+        "key_fact_recall",
         "correct_refusal",
         "over_refusal",
         "answered_unanswerable",

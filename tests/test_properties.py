@@ -227,6 +227,7 @@ def trace_tables(draw, run_id: str):
             "query_id": texts, "category": maybe, "tags": text_lists,
             "should_refuse": st.booleans(), "query": texts, "answer": maybe,
             "refused": st.none() | st.booleans(), "failure_class": maybe,
+            "failure_stage": maybe, "failure_fix": maybe,
             "n_relevant": st.integers(0, 2**40), **latency,
         }),
         "metrics": _rows(draw, run_id, n(), {

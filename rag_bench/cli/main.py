@@ -549,6 +549,30 @@ def show_command(run, slice_by, metrics, runs_dir, fmt):
     )
 
 
+@cli.command("diagnose")
+@click.argument("run")
+@click.option("--against", default=None, metavar="RUN", help="Pair with this run's symptoms.")
+@click.option(
+    "--slice",
+    "slice_by",
+    default="category",
+    show_default=True,
+    type=click.Choice(["category", "tag", "failure_class", "none"]),
+    help="Group queries by (plus the overall slice 'all').",
+)
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def diagnose_command(run, against, slice_by, runs_dir, fmt):
+    """Which symptoms a run shows, per slice: count, share, likely culprit stage, what to try
+    and example queries; with --against, which symptoms grew or shrank over the same queries."""
+    from rag_bench.analysis.diagnose import diagnose_run
+    from rag_bench.cli.render import render
+
+    store = open_store(runs_dir)
+    table = diagnose_run(store, store.get(run), store.get(against) if against else None, slice_by)
+    click.echo(render(table, fmt))
+
+
 @cli.command("rm")
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")

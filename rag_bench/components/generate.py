@@ -14,6 +14,7 @@ from rag_bench.components.termstats import TermWeights
 from rag_bench.data.dataset import Dataset
 from rag_bench.errors import UsageError
 from rag_bench.model import Chunk, Generation, Query
+from rag_bench.text.facts import key_facts
 from rag_bench.text.scripts import HAN, has_han, is_chinese
 from rag_bench.text.sentences import split_sentences
 
@@ -21,6 +22,7 @@ REFUSAL_TEXT = "I don't know: the retrieved documents do not answer this questio
 REFUSAL_TEXT_ZH = "无法回答：检索到的资料不足以回答这个问题。"
 # A sentence's final punctuation and the closing quotes after it: the marker goes before it.
 FINAL = re.compile(r"[.!?。．！？；…]+[”’」』）)]*$")
+YEAR = re.compile(r"(?:19|20)\d\d")
 CJK_FINAL = re.compile(r"[。．！？；…]+[”’」』）)]*$")
 
 
@@ -42,7 +44,9 @@ class ExtractiveGenerator(Generator):
 
     Each step takes the sentence adding the most not-yet-covered query weight (ties go to the
     higher-ranked chunk); it refuses when the chosen sentences cover less than ``min_coverage``
-    of the query's weight, i.e. when the evidence is too weak.
+    of the query's weight, i.e. when the evidence is too weak, and when a code the question names
+    (a product, error, incident or version code: KS-660R, E-7070, INC-2025-0307) stands in none
+    of its context chunks: an answer about the KS-660 is no answer about the KS-660R.
 
     Chinese works through a Chinese analyzer (``zh`` or ``auto``): sentences end at 。！？ etc.,
     a Chinese sentence cites as ``签收7天内可退货【d1】。``, sentences are joined without spaces,
@@ -52,7 +56,7 @@ class ExtractiveGenerator(Generator):
     # what prepare learns depends on the chunks and the analyzer only: it is cached like an index
     capabilities = frozenset({Capability.PREPARE, Capability.CACHE})
 
-    def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.5):
+    def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.2):
         self.context_k = context_k
         self.max_sentences = max_sentences
         self.min_coverage = min_coverage
@@ -101,7 +105,11 @@ class ExtractiveGenerator(Generator):
             chosen.append(best)
             covered |= best.terms & wanted
         coverage = self.weights.total(covered) / total if total else 0.0
-        if not chosen or coverage < self.min_coverage:
+        if (
+            not chosen
+            or coverage < self.min_coverage
+            or _unmatched(query, context[: self.context_k])
+        ):
             refusal = REFUSAL_TEXT_ZH if is_chinese(query.text) else REFUSAL_TEXT
             return Generation(refusal, refused=True)
         chosen.sort(key=lambda c: c.rank)
@@ -111,6 +119,14 @@ class ExtractiveGenerator(Generator):
             glue = "" if not answer or CJK_FINAL.search(answer) else " "
             answer += glue + cited
         return Generation(answer, refused=False)
+
+
+def _unmatched(query: Query, context: Sequence[Chunk]) -> bool:
+    """Whether a specific of the question (a code, name, date or year; not a bare count such
+    as "4-bay" or "3 times", which a passage states in its own way) is in no context chunk."""
+    texts = [chunk.index_text for chunk in context]
+    wanted = [f for f in key_facts(query.text) if f.words or YEAR.fullmatch(f.text)]
+    return any(not any(f.found_in(t) for t in texts) for f in wanted)
 
 
 def _squash(text: str) -> str:

@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rag_bench.components.base import Capability, Judge
 from rag_bench.components.registry import component
 from rag_bench.data.dataset import Dataset
 from rag_bench.errors import RagBenchError, UsageError
 from rag_bench.model import Chunk, Claim, Query, Verdict
-from rag_bench.text.scripts import HAN, fold_width, has_han, zh_tokens
+from rag_bench.text.numbers import numbers
+from rag_bench.text.scripts import HAN, has_han, zh_tokens
 from rag_bench.text.sentences import split_sentences
 
-# A number, with the letters glued before it when it is a code (IPX4, LM-E7, R300: a changed
-# code is a changed fact), and 万/亿 after it (50万 = 500000).
-NUMBER = re.compile(r"(?<![a-z])([a-z]*)(\d+(?:[.,:]\d+)*)(?:\s*([万亿]))?")
 NEGATION_CUES = frozenset(
     "not no never none nothing neither nor cannot without can't won't isn't aren't doesn't "
     "don't didn't wasn't weren't shouldn't mustn't".split()
@@ -38,6 +37,7 @@ RAW_WORD = re.compile(r"[\w'’]+")
 # Clauses: the polarity of a word is read in the clause of the window that matches the claim's
 # clause best, so "7天内可以退货，生鲜商品不支持退货" supports "7天内可以退货".
 CLAUSE_BREAK = re.compile(r"[;；，、：|｜\n\t]|[,:](?!\d)")
+COORDINATION = re.compile(r"\b(?:and|but|or|while|whereas|although|though)\b", re.IGNORECASE)
 
 # Chinese negation, on jieba words: a cue negates up to ZH_NEGATION_SCOPE words after it in its
 # clause; the scope also ends at a conjunction or a new modal (ZH_SCOPE_END), except right
@@ -70,73 +70,6 @@ UNIVERSAL = re.compile(
     "|任何|所有|一切|全部|一律|总是|始终|凡是|无论",
     re.IGNORECASE,
 )
-
-# Chinese numerals before a unit (七天, 十五个工作日, 三到五个工作日), after 第 or 百分之.
-# (一点 "a little" is why 点 is no unit.)
-CN_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
-CN_POWERS = {"十": 10, "百": 100, "千": 1000}
-CN_SECTIONS = {"万": 10**4, "亿": 10**8}
-CN_NUMERAL = re.compile("[零〇一二两三四五六七八九十百千万亿]+")
-CN_UNIT = re.compile(
-    "(?:[到至或~～\\-－][零〇一二两三四五六七八九十百千万亿]+)?"
-    "(?:工作日|小时|分钟|星期|季度|周年|公里|公斤|千克|厘米|毫米|毫升|"
-    "[天日周月年岁时分秒个次件份位名人元块角倍成折条项章节款页层号步种类台部辆张本箱瓶包斤克吨米升度级期届笔单遍码寸])"
-)
-
-
-def cn_numeral(text: str) -> int:
-    """The value of a Chinese numeral: 七 7, 十五 15, 二十 20, 一百零五 105, 两万五千 25000,
-    and digit by digit 二〇二五 2025. (Colloquial 三千五 for 3500 reads as 3005.)"""
-    if len(text) > 1 and all(c in CN_DIGITS for c in text):
-        return int("".join(str(CN_DIGITS[c]) for c in text))
-    total = section = digit = 0
-    for char in text:
-        if char in CN_DIGITS:
-            digit = CN_DIGITS[char]
-        elif char in CN_POWERS:
-            section += (digit or 1) * CN_POWERS[char]
-            digit = 0
-        else:
-            total += (section + digit) * CN_SECTIONS[char]
-            section = digit = 0
-    return total + section + digit
-
-
-def _cn_numbers(text: str) -> set[str]:
-    found = set()
-    for match in CN_NUMERAL.finditer(text):
-        run, before = match.group(), text[: match.start()]
-        if before.endswith(("第", "百分之")):
-            found.add(str(cn_numeral(run)))
-        elif run == "一" or not any(c in CN_DIGITS or c == "十" for c in run):
-            continue  # 一 is mostly "a" (一个, 一种); 百, 万, 千万 alone are no count
-        elif (
-            run == "十"
-            and text.startswith("分", match.end())
-            and not text.startswith("分钟", match.end())
-        ):
-            continue  # 十分 is "very" (十分方便), 十分钟 ten minutes
-        elif CN_UNIT.match(text, match.end()):
-            found.add(str(cn_numeral(run)))
-    return found
-
-
-def numbers(text: str) -> set[str]:
-    """Numbers in a text, thousands separators removed (1,200 == 1200), full-width digits read
-    as digits (７ == 7), codes whole (IPX4 → ipx4, so IPX5 is another number), 万 and 亿 applied
-    (50万 → 500000), and Chinese numerals that count something (七天, 第三条, 百分之十 → 7, 3,
-    10). Chinese numerals inside words (一起, 统一, 万一) are not numbers."""
-    text = fold_width(text).lower()
-    found = set()
-    for code, digits, scale in NUMBER.findall(text):
-        number = re.sub(r",(?=\d{3}\b)", "", digits)
-        if scale and not code and re.fullmatch(r"\d+(?:\.\d+)?", number):
-            value = float(number) * CN_SECTIONS[scale]
-            number = str(int(value)) if value.is_integer() else str(value)
-        found.add(code + number)
-    if has_han(text):
-        found |= _cn_numbers(text)
-    return found
 
 
 def _join(words: list[str]) -> str:
@@ -194,26 +127,57 @@ def clauses(text: str) -> list[str]:
     return [c for c in CLAUSE_BREAK.split(text) if c.strip()]
 
 
-def polarity_clash(claim: str, window: str, analyzer) -> bool:
-    """Whether a term the claim and the window share is negated in one and not the other.
+def segments(text: str) -> list[str]:
+    """Clauses cut further at coordinating words: the stretch a negation of English text
+    governs ("valid for 30 days and not reusable" negates only the second part)."""
+    return [p for c in clauses(text) for p in COORDINATION.split(c) if p.strip()]
 
-    The polarity of a term in the window is read in the window's clause that shares the most
-    terms with the claim's clause holding it: a passage that allows one thing and forbids
-    another in two clauses supports a claim about either, but not a claim that swaps them.
+
+def negated(segment: str) -> bool:
+    """Whether an English segment carries a negation cue (its predicate is denied, whether the
+    sentence is active or passive)."""
+    words = [w.lower().replace("’", "'") for w in RAW_WORD.findall(segment)]
+    return any(w in NEGATION_CUES or w.endswith("n't") for w in words)
+
+
+def polarity_clash(claim: str, window: str, analyzer) -> bool:
+    """Whether the claim denies what the window asserts, or asserts what it denies.
+
+    Term by term: a term the two share is in the scope of a negation cue on one side only; the
+    polarity of a term in the window is read in the window's clause that shares the most terms
+    with the claim's clause holding it. In English the scope follows word order, which a change
+    of voice reverses, so the clash must also hold segment by segment: the claim's segment and
+    the window's segment closest to it (sharing the most terms) differ in carrying a cue. Thus
+    "Water damage is not covered by the warranty" agrees with "The warranty does not cover water
+    damage", and "Fresh food can be returned" clashes with "Fresh food cannot be returned".
     """
     shared = set(analyzer.terms(claim)) & set(analyzer.terms(window))
-    if not shared:
+    if not shared or not _term_polarity_clash(claim, window, shared, analyzer):
         return False
+    if has_han(claim) or has_han(window):
+        return True
+    parts = [(set(analyzer.terms(s)), negated(s)) for s in segments(window)]
+    for segment in segments(claim):
+        terms = set(analyzer.terms(segment))
+        if not terms or not parts:
+            continue
+        best_terms, best_negated = max(parts, key=lambda p: len(p[0] & terms))
+        if best_terms & terms and negated(segment) != best_negated:
+            return True
+    return False
+
+
+def _term_polarity_clash(claim: str, window: str, shared: set[str], analyzer) -> bool:
     parts = [(set(analyzer.terms(c)), negated_terms(c, analyzer)) for c in clauses(window)]
     for clause in clauses(claim):
         terms = set(analyzer.terms(clause))
-        negated = negated_terms(clause, analyzer)
+        negated_here = negated_terms(clause, analyzer)
         for term in terms & shared:
             holders = [p for p in parts if term in p[0]]
             if not holders:
                 continue  # split over two clauses by the break; nothing to compare
             best = max(holders, key=lambda p: len(p[0] & terms))
-            if (term in negated) != (term in best[1]):
+            if (term in negated_here) != (term in best[1]):
                 return True
     return False
 
@@ -256,8 +220,9 @@ class LexicalJudge(Judge):
         sentences = [text[s:e] for s, e in split_sentences(text)]
         return sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]
 
-    def grade(self, claim: str, passage: str) -> tuple[int, str]:
-        """Best grade of the claim against any sentence window of the passage, and why.
+    def grade(self, claim: str, passage: str) -> Grading:
+        """Best grade of the claim against any sentence window of the passage, why, and the
+        window that decided it.
 
         Content words must be found within one window, the claim's numbers anywhere in the
         passage (a table row or a neighbouring sentence may carry them), a claim about "any" or
@@ -265,22 +230,26 @@ class LexicalJudge(Judge):
         claim must not negate what the claim asserts (or vice versa).
         """
         if _quoted(claim, passage):
-            return 2, "the claim quotes the passage word for word"
+            return Grading(2, 1.0, "the claim quotes the passage word for word", "")
         wanted = set(self.analyzer.terms(claim))
-        if not numbers(claim) <= numbers(passage):
-            return 0, "a number of the claim is not in the passage"
-        if UNIVERSAL.search(claim) and not UNIVERSAL.search(passage):
-            return 0, "the claim generalises (any, all, 任何, 所有) and the passage does not"
         windows = self._windows(passage)
         coverage = [len(wanted & set(self.analyzer.terms(w))) / len(wanted) for w in windows]
-        if not coverage or max(coverage) < self.partial:
-            return 0, "no sentence shares enough content words"
+        if not coverage:
+            return Grading(0, 0.0, "the passage has no sentence", "")
         closest = max(range(len(windows)), key=lambda i: (coverage[i], -len(windows[i])))
-        if polarity_clash(claim, windows[closest], self.analyzer):
-            return 0, "the claim and the passage differ in negation"
-        best = max(coverage)
+        best, evidence = coverage[closest], windows[closest]
+        missing = numbers(claim) - numbers(passage)
+        if missing:
+            return Grading(0, best, f"the passage lacks the number {min(missing)}", evidence)
+        if UNIVERSAL.search(claim) and not UNIVERSAL.search(passage):
+            reason = "the claim generalises (any, all, 任何, 所有) and the passage does not"
+            return Grading(0, best, reason, evidence)
+        if best < self.partial:
+            return Grading(0, best, f"at most {best:.0%} of the claim's content words", evidence)
+        if polarity_clash(claim, evidence, self.analyzer):
+            return Grading(0, best, "the claim and the passage differ in negation", evidence)
         grade = 2 if best >= self.full else 1
-        return grade, f"{best:.0%} of the claim's content words in one passage window"
+        return Grading(grade, best, f"{best:.0%} of the claim's content words", evidence)
 
     def judge(
         self, query: Query, claims: Sequence[Claim], context: Sequence[Chunk]
@@ -291,19 +260,41 @@ class LexicalJudge(Judge):
                 verdicts.append(Verdict(None, None, (), "no content words to check"))
                 continue
             grades: dict[str, int] = {}
-            reasons: list[str] = []
+            deciding: tuple[Grading, Chunk] | None = None
             for chunk in context:
-                grade, reason = self.grade(claim.text, chunk.text)
-                grades[chunk.doc_id] = max(grade, grades.get(chunk.doc_id, 0))
-                reasons.append(reason)
+                found = self.grade(claim.text, chunk.text)
+                grades[chunk.doc_id] = max(found.grade, grades.get(chunk.doc_id, 0))
+                if deciding is None or (found.grade, found.coverage) > (
+                    deciding[0].grade,
+                    deciding[0].coverage,
+                ):
+                    deciding = (found, chunk)
             best = max(grades.values(), default=0)
             by = tuple(d for d, g in grades.items() if g >= self.supported_at)
-            reason = next(
-                (r for r in reasons if r.endswith("window")),
-                reasons[0] if reasons else "no context",
-            )
+            reason = _reason(*deciding) if deciding else "no context"
             verdicts.append(Verdict(best, best >= self.supported_at, by, reason))
         return verdicts
+
+
+@dataclass(frozen=True)
+class Grading:
+    """The lexical judge's grade of a claim against one passage, and what decided it."""
+
+    grade: int
+    coverage: float  # share of the claim's content words in the closest window
+    reason: str
+    evidence: str  # the passage window the grade was read in ("" for a quote)
+
+
+def _reason(found: Grading, chunk: Chunk) -> str:
+    """The verdict's reason: the deciding chunk (the best-graded one, or for an unsupported
+    claim the closest), why, and the window it was read in."""
+    where = f"{chunk.chunk_id}: {found.reason}"
+    if not found.evidence:
+        return where
+    window = " ".join(found.evidence.split())
+    window = window if len(window) <= 160 else window[:157] + "..."
+    return f"{where}: “{window}”"
 
 
 def _squeezed(text: str) -> str:

@@ -10,45 +10,16 @@ or relevant documents, the refusal metrics on the kind of query they do not appl
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from rag_bench.evaluation.correctness import contains, exact_match, key_fact_recall, token_f1
 from rag_bench.evaluation.measures import answer_metric_names
 from rag_bench.model import Chunk, Claim, Query, Verdict
+from rag_bench.text.asked import asked_kind, gives
 from rag_bench.text.claims import strip_markers
-from rag_bench.text.scripts import HAN, fold_width, has_han
-
-ARTICLES = {"a", "an", "the"}
-HAN_OR_OTHER = re.compile(f"[{HAN}]|[^{HAN}]+")
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased words without punctuation and articles (the SQuAD normalisation); full-width
-    letters and digits folded, and every Han character a word of its own (Chinese has no
-    spaces: character-level, as in the CMRC evaluation)."""
-    out: list[str] = []
-    for word in re.sub(r"[^\w\s]", " ", fold_width(text).lower()).split():
-        out.extend(HAN_OR_OTHER.findall(word) if has_han(word) else (word,))
-    return [w for w in out if w not in ARTICLES]
-
-
-def contains(haystack: str, needle: str) -> bool:
-    """Whether the normalised ``needle`` occurs as a whole word sequence in ``haystack``."""
-    n = words(needle)
-    return bool(n) and f" {' '.join(n)} " in f" {' '.join(words(haystack))} "
-
-
-def token_f1(prediction: str, gold: str) -> float:
-    p, g = Counter(words(prediction)), Counter(words(gold))
-    common = sum((p & g).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / sum(p.values()), common / sum(g.values())
-    return 2 * precision * recall / (precision + recall)
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:
@@ -86,14 +57,22 @@ def response_metrics(e: AnswerEvidence, analyzer) -> dict[str, float | None]:
     relevance = None
     if not e.refused and wanted:
         relevance = len(wanted & set(analyzer.terms(text))) / len(wanted)
-    exact = f1 = None
+        kind = asked_kind(e.query.text)
+        if kind is not None and not gives(kind, text):
+            relevance = 0.0  # on topic, but without the phone number, address, ... asked for
+    exact = f1 = within = facts = None
     if gold and not refuse:
-        exact = 0.0 if e.refused else float(contains(text, gold))
+        exact = 0.0 if e.refused else exact_match(text, gold)
         f1 = 0.0 if e.refused else token_f1(text, gold)
+        within = 0.0 if e.refused else float(contains(text, gold))
+        facts = key_fact_recall(text, gold, e.query.text)
+        facts = 0.0 if e.refused and facts is not None else facts
     return {
         "answer_relevance": relevance,
         "answer_exact": exact,
         "answer_f1": f1,
+        "answer_contains": within,
+        "key_fact_recall": facts,
         "correct_refusal": float(e.refused) if refuse else None,
         "over_refusal": None if refuse else float(e.refused),
         "answered_unanswerable": float(not e.refused) if refuse else None,

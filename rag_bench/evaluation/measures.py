@@ -178,10 +178,29 @@ FAMILIES: dict[str, Family] = {
             "answer_exact",
             "answer",
             _NONE,
-            "1 if the gold answer occurs, normalised, in the answer (a refusal scores 0)",
+            "SQuAD exact match: answer and gold answer equal after the official SQuAD v1.1 "
+            "normalisation (a refusal scores 0)",
+        ),
+        Family(
+            "answer_f1",
+            "answer",
+            _NONE,
+            "SQuAD token F1 between answer and gold answer (the official normalisation)",
+        ),
+        Family(
+            "answer_contains",
+            "answer",
+            _NONE,
+            "1 if the normalised gold answer stands as a whole word sequence in the answer",
+        ),
+        Family(
+            "key_fact_recall",
+            "answer",
+            _NONE,
+            "share of the gold answer's key facts (numbers, dates, amounts, codes, names) the "
+            "answer states (NULL when the gold answer has none)",
             headline=Headline.SUMMARY,
         ),
-        Family("answer_f1", "answer", _NONE, "token F1 between answer and gold answer"),
         Family(
             "correct_refusal",
             "refusal",

@@ -10,10 +10,12 @@ import pandas as pd
 from rag_bench.data.dataset import Dataset
 from rag_bench.data.rankings import Run
 from rag_bench.evaluation.answer import AnswerEvidence, answer_metric_names, answer_metrics
-from rag_bench.evaluation.diagnosis import diagnose
+from rag_bench.evaluation.correctness import verdict
+from rag_bench.evaluation.diagnosis import MULTI_HOP, Case, Diagnosis, diagnose
 from rag_bench.evaluation.measures import Measure
 from rag_bench.evaluation.retrieval import evaluate_run
 from rag_bench.model import Chunk, Hits, Query, QueryResult
+from rag_bench.text.claims import strip_markers
 
 DOCUMENTS_STAGE = "documents"
 LATENCY_STAGES = ("retrieve", "fusion", "rerank", "generate", "judge")
@@ -51,7 +53,7 @@ def build_traces(
     grades = data.qrels.subset([q.id for q in queries]).to_dict()
     rankings = {q.id: doc_ranking(r.final, chunks) for q, r in zip(queries, results)}
     answers = [
-        _evaluate_answer(q, r, chunks, grades.get(q.id, {}), ks, analyzer)
+        _evaluate_answer(q, r, chunks, grades.get(q.id, {}), rankings[q.id][0], ks, analyzer)
         for q, r in zip(queries, results)
     ]
     return {
@@ -62,32 +64,39 @@ def build_traces(
     }
 
 
-def _evaluate_answer(query, result, chunks, grades, ks, analyzer) -> tuple[dict, str]:
-    """The answer metrics and the failure class of one query."""
+def _evaluate_answer(query, result, chunks, grades, ranked_docs, ks, analyzer):
+    """The answer metrics and the diagnosis of one query."""
+    generation = result.generation
     evidence = AnswerEvidence(
         query=query,
-        answer=result.generation.answer,
-        refused=result.generation.refused,
+        answer=generation.answer,
+        refused=generation.refused,
         claims=result.claims,
         verdicts=result.verdicts,
         ranking=[chunks[p] for p in result.final.index],
         grades=grades,
     )
-    context_docs = [chunks[p].doc_id for p in result.context]
-    failure = diagnose(
-        query.should_refuse,
-        result.generation.refused,
-        result.claims,
-        result.verdicts,
-        context_docs,
-        grades,
+    correctness = None
+    if query.answer and not query.should_refuse:
+        text = strip_markers(generation.answer)
+        correctness = "wrong" if generation.refused else verdict(text, query.answer, query.text)
+    case = Case(
+        should_refuse=query.should_refuse,
+        refused=generation.refused,
+        claims=result.claims,
+        verdicts=result.verdicts,
+        context_docs=[chunks[p].doc_id for p in result.context],
+        grades=grades,
+        ranked_docs=ranked_docs,
+        multi_hop=query.category == MULTI_HOP,
+        correctness=correctness,
     )
-    return answer_metrics(evidence, ks, analyzer), failure
+    return answer_metrics(evidence, ks, analyzer), diagnose(case)
 
 
-def _queries(run_id, queries, results, grades, failures) -> pd.DataFrame:
+def _queries(run_id, queries, results, grades, diagnoses: list[Diagnosis]) -> pd.DataFrame:
     rows = []
-    for query, result, failure in zip(queries, results, failures):
+    for query, result, found in zip(queries, results, diagnoses):
         latency = {f"latency_ms_{s}": result.latency_ms.get(s) for s in LATENCY_STAGES}
         latency["latency_ms_total"] = sum(v for v in latency.values() if v is not None)
         rows.append(
@@ -100,7 +109,9 @@ def _queries(run_id, queries, results, grades, failures) -> pd.DataFrame:
                 "query": query.text,
                 "answer": result.generation.answer,
                 "refused": result.generation.refused,
-                "failure_class": failure,
+                "failure_class": found.failure_class,
+                "failure_stage": found.stage,
+                "failure_fix": found.fix,
                 "n_relevant": sum(1 for g in grades.get(query.id, {}).values() if g >= 1),
                 **latency,
             }
@@ -189,7 +200,7 @@ def _retrieved(run_id, queries, results, chunks, rankings, grades) -> pd.DataFra
 def _claims(run_id, queries, results, judge_name) -> pd.DataFrame:
     rows = []
     for query, result in zip(queries, results):
-        for i, (claim, verdict) in enumerate(zip(result.claims, result.verdicts)):
+        for i, (claim, judged) in enumerate(zip(result.claims, result.verdicts)):
             rows.append(
                 {
                     "run_id": run_id,
@@ -197,11 +208,11 @@ def _claims(run_id, queries, results, judge_name) -> pd.DataFrame:
                     "claim_id": i,
                     "text": claim.text,
                     "citations": list(claim.citations),
-                    "supported": verdict.supported,
-                    "support_grade": verdict.grade,
-                    "supported_by": list(verdict.supported_by),
+                    "supported": judged.supported,
+                    "support_grade": judged.grade,
+                    "supported_by": list(judged.supported_by),
                     "judge": judge_name,
-                    "reason": verdict.reason,
+                    "reason": judged.reason,
                 }
             )
     return pd.DataFrame(

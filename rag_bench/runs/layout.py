@@ -62,6 +62,8 @@ def schema(table: str):
             ("answer", pa.string()),
             ("refused", pa.bool_()),
             ("failure_class", pa.string()),
+            ("failure_stage", pa.string()),
+            ("failure_fix", pa.string()),
             ("n_relevant", pa.int64()),
             *latency,
         ]

@@ -20,12 +20,33 @@ SENTENCE_END = re.compile(
 )
 
 
+# A full stop that ends no sentence: after an abbreviation (e.g., Dr., Jan., No.), an initial
+# (J. R. Smith), a one-letter piece of a dotted abbreviation (U.S.), or the number or letter of a
+# list item at the start of a line, after a colon or another item ("Steps: 1. Open the tray.
+# 2. Insert the drive."), and "No." before a number.
+ABBREVIATIONS = (
+    "e.g i.e cf vs al approx ca dr mr mrs ms prof st sr jr fig figs vol ed eds "
+    "inc ltd co corp dept est min max jan feb mar apr jun jul aug sep sept oct nov dec "
+    "mon tue wed thu fri sat sun"
+).split()
+NOT_AN_END = re.compile(
+    r"(?:(?<![\w.])(?:" + "|".join(re.escape(a) for a in ABBREVIATIONS) + r")"
+    r"|(?<!\w)[A-Za-z]"
+    r"|(?:^|\n|[:;]|[.!?]\s)\s*(?:\d{1,2}|[a-z]))\.$",
+    re.IGNORECASE,
+)
+
+
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """Character spans of the sentences of ``text``: English end punctuation, blank lines, and
-    Chinese end punctuation with its closing quotes (``他说：“可以。”`` is one sentence)."""
+    Chinese end punctuation with its closing quotes (``他说：“可以。”`` is one sentence).
+    Abbreviations, initials, dotted dates (``Jan. 2024``) and list numbers keep their sentence
+    whole; decimals (``3.5``) never end one, as no space follows their point."""
     spans = []
     start = 0
     for match in SENTENCE_END.finditer(text):
+        if _abbreviated(text, match):
+            continue
         end = match.start() + len(match.group("cjk") or "")
         if text[start:end].strip():
             spans.append(_trim(text, start, end))
@@ -33,6 +54,16 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     if text[start:].strip():
         spans.append(_trim(text, start, len(text)))
     return spans
+
+
+def _abbreviated(text: str, match: re.Match) -> bool:
+    """Whether an English boundary follows a full stop that ends no sentence."""
+    if match.group("cjk") is not None or "\n\n" in match.group():
+        return False
+    before = text[max(0, match.start() - 12) : match.start()]
+    if re.search(r"\bNo\.$", before) and text[match.end() : match.end() + 1].isdigit():
+        return True
+    return bool(NOT_AN_END.search(before))
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

@@ -1,0 +1,90 @@
+"""Whether an answer says what the gold answer says: SQuAD exact match and token F1, containment,
+and the recall of the gold answer's key facts, with one verdict (correct, partial, wrong) for
+the failure classes.
+
+English follows the official SQuAD v1.1 evaluation script to the letter, so that the numbers
+can be set beside published ones: lower-case, delete the characters of ``string.punctuation``
+(ASCII only: an en dash stays, and "Rockefeller's" becomes "rockefellers"), drop the words a, an,
+the, split on whitespace. Text with Han characters is read as the CMRC evaluation does: full-width
+forms folded, every punctuation character removed, every Han character a token of its own.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+from rag_bench.text.facts import key_facts
+from rag_bench.text.scripts import HAN, fold_width, has_han
+
+PUNCTUATION = frozenset(string.punctuation)
+ARTICLES = re.compile(r"\b(a|an|the)\b")
+HAN_OR_OTHER = re.compile(f"[{HAN}]|[^{HAN}]+")
+# An answer is partly right when it holds this share of the gold answer's words but not all of
+# its facts (used only for gold answers without key facts).
+PARTIAL_WORDS = 0.5
+
+
+def normalize_answer(text: str) -> str:
+    """The official SQuAD v1.1 normalisation (for text without Han characters)."""
+    text = "".join(ch for ch in text.lower() if ch not in PUNCTUATION)
+    return " ".join(ARTICLES.sub(" ", text).split())
+
+
+def words(text: str) -> list[str]:
+    """The tokens that exact match and F1 compare: SQuAD's for English, characters for Han."""
+    if not has_han(text):
+        return normalize_answer(text).split()
+    out: list[str] = []
+    for word in re.sub(r"[^\w\s]", " ", fold_width(text).lower()).split():
+        out.extend(HAN_OR_OTHER.findall(word) if has_han(word) else (word,))
+    return [w for w in out if w not in ("a", "an", "the")]
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(words(prediction) == words(gold))
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    p, g = Counter(words(prediction)), Counter(words(gold))
+    common = sum((p & g).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / sum(p.values()), common / sum(g.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def contains(haystack: str, needle: str) -> bool:
+    """Whether the normalised ``needle`` occurs as a whole word sequence in ``haystack``."""
+    n = words(needle)
+    return bool(n) and f" {' '.join(n)} " in f" {' '.join(words(haystack))} "
+
+
+def asked_facts(gold: str, question: str) -> list:
+    """The key facts of the gold answer that the question does not already state (a fact the
+    question names is given, not answered)."""
+    return [f for f in key_facts(gold) if not f.found_in(question)]
+
+
+def key_fact_recall(answer: str, gold: str, question: str) -> float | None:
+    """Share of the gold answer's key facts found in the answer; None when it has none."""
+    facts = asked_facts(gold, question)
+    if not facts:
+        return None
+    return sum(f.found_in(answer) for f in facts) / len(facts)
+
+
+def verdict(answer: str, gold: str, question: str) -> str:
+    """``correct`` when the answer holds the gold answer or every one of its key facts,
+    ``partial`` when it holds some of them (or, without key facts, at least half of the gold
+    answer's words), else ``wrong``."""
+    if contains(answer, gold):
+        return "correct"
+    recall = key_fact_recall(answer, gold, question)
+    if recall is not None:
+        return "correct" if recall == 1 else "partial" if recall > 0 else "wrong"
+    gold_words = Counter(words(gold))
+    found = sum((gold_words & Counter(words(answer))).values())
+    total = sum(gold_words.values())
+    return "partial" if total and found / total >= PARTIAL_WORDS else "wrong"

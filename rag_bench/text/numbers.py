@@ -1,0 +1,78 @@
+"""Numbers in English and Chinese text, read so that two ways of writing one number compare
+equal: thousands separators, full-width digits, 万/亿 and Chinese numerals before a unit."""
+
+from __future__ import annotations
+
+import re
+
+from rag_bench.text.scripts import fold_width, has_han
+
+# A number, with the letters glued before it when it is a code (IPX4, LM-E7, R300: a changed
+# code is a changed fact), and 万/亿 after it (50万 = 500000).
+NUMBER = re.compile(r"(?<![a-z])([a-z]*)(\d+(?:[.,:]\d+)*)(?:\s*([万亿]))?")
+# Chinese numerals before a unit (七天, 十五个工作日, 三到五个工作日), after 第 or 百分之.
+# (一点 "a little" is why 点 is no unit.)
+CN_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
+CN_POWERS = {"十": 10, "百": 100, "千": 1000}
+CN_SECTIONS = {"万": 10**4, "亿": 10**8}
+CN_NUMERAL = re.compile("[零〇一二两三四五六七八九十百千万亿]+")
+CN_UNIT = re.compile(
+    "(?:[到至或~～\\-－][零〇一二两三四五六七八九十百千万亿]+)?"
+    "(?:工作日|小时|分钟|星期|季度|周年|公里|公斤|千克|厘米|毫米|毫升|"
+    "[天日周月年岁时分秒个次件份位名人元块角倍成折条项章节款页层号步种类台部辆张本箱瓶包斤克吨米升度级期届笔单遍码寸])"
+)
+
+
+def cn_numeral(text: str) -> int:
+    """The value of a Chinese numeral: 七 7, 十五 15, 二十 20, 一百零五 105, 两万五千 25000,
+    and digit by digit 二〇二五 2025. (Colloquial 三千五 for 3500 reads as 3005.)"""
+    if len(text) > 1 and all(c in CN_DIGITS for c in text):
+        return int("".join(str(CN_DIGITS[c]) for c in text))
+    total = section = digit = 0
+    for char in text:
+        if char in CN_DIGITS:
+            digit = CN_DIGITS[char]
+        elif char in CN_POWERS:
+            section += (digit or 1) * CN_POWERS[char]
+            digit = 0
+        else:
+            total += (section + digit) * CN_SECTIONS[char]
+            section = digit = 0
+    return total + section + digit
+
+
+def _cn_numbers(text: str) -> set[str]:
+    found = set()
+    for match in CN_NUMERAL.finditer(text):
+        run, before = match.group(), text[: match.start()]
+        if before.endswith(("第", "百分之")):
+            found.add(str(cn_numeral(run)))
+        elif run == "一" or not any(c in CN_DIGITS or c == "十" for c in run):
+            continue  # 一 is mostly "a" (一个, 一种); 百, 万, 千万 alone are no count
+        elif (
+            run == "十"
+            and text.startswith("分", match.end())
+            and not text.startswith("分钟", match.end())
+        ):
+            continue  # 十分 is "very" (十分方便), 十分钟 ten minutes
+        elif CN_UNIT.match(text, match.end()):
+            found.add(str(cn_numeral(run)))
+    return found
+
+
+def numbers(text: str) -> set[str]:
+    """Numbers in a text, thousands separators removed (1,200 == 1200), full-width digits read
+    as digits (７ == 7), codes whole (IPX4 → ipx4, so IPX5 is another number), 万 and 亿 applied
+    (50万 → 500000), and Chinese numerals that count something (七天, 第三条, 百分之十 → 7, 3,
+    10). Chinese numerals inside words (一起, 统一, 万一) are not numbers."""
+    text = fold_width(text).lower()
+    found = set()
+    for code, digits, scale in NUMBER.findall(text):
+        number = re.sub(r",(?=\d{3}\b)", "", digits)
+        if scale and not code and re.fullmatch(r"\d+(?:\.\d+)?", number):
+            value = float(number) * CN_SECTIONS[scale]
+            number = str(int(value)) if value.is_integer() else str(value)
+        found.add(code + number)
+    if has_han(text):
+        found |= _cn_numbers(text)
+    return found
