@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from rag_bench.components.base import Capability, Judge
 from rag_bench.components.chunking import WholeDocument
 from rag_bench.data.dataset import Dataset
 from rag_bench.errors import RagBenchError, check_number
@@ -59,9 +60,10 @@ def labelled_claims(dataset: Dataset) -> list[tuple[Query, list[Claim], list[boo
     return out
 
 
-def judge_agreement(dataset: Dataset, judge, analyzer, judge_name: str) -> Agreement:
+def judge_agreement(dataset: Dataset, judge: Judge, analyzer, judge_name: str) -> Agreement:
     """Run ``judge`` over every labelled claim, with the recorded ranking as its context."""
-    judge.prepare(dataset, [], analyzer)
+    if Capability.PREPARE in judge.capabilities:
+        judge.prepare(dataset, [], analyzer)
     rows = []
     for query, claims, gold, context in labelled_claims(dataset):
         for claim, label, verdict in zip(claims, gold, judge.judge(query, claims, context)):

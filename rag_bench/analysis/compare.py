@@ -267,8 +267,7 @@ class GateResult:
 
 
 def parse_drops(specs: Sequence[str]) -> dict[str, float]:
-    """``["recall@10=0.02", …]`` as ``{metric: allowed drop}``, metric names made canonical
-    (the amounts are checked by :func:`gate`)."""
+    """``["recall@10=0.02", …]`` as ``{metric: allowed drop}``, metric names made canonical."""
     drops = {}
     for spec in specs:
         metric, sep, amount = spec.partition("=")
@@ -278,12 +277,23 @@ def parse_drops(specs: Sequence[str]) -> dict[str, float]:
             value = None
         if not sep or not metric.strip() or value is None:
             raise UsageError(
-                f"--max-drop {spec!r} is not metric=amount", "e.g. --max-drop recall@10=0.02"
+                f"--max-drop {spec!r} is not metric=amount (a number >= 0)",
+                "e.g. --max-drop recall@10=0.02",
             )
         drops[canonical(metric)] = value
     if not drops:
         raise UsageError("the gate needs at least one --max-drop", "e.g. --max-drop recall@10=0.02")
     return drops
+
+
+def _allowances(max_drops: Mapping[str, float]) -> dict[str, float]:
+    """The allowances under canonical names, each a finite number ≥ 0."""
+    out = {}
+    for metric, allowed in max_drops.items():
+        out[canonical(metric)] = float(check_number("max_drops", allowed, 0, key=metric))
+    if not out:
+        raise UsageError("the gate needs at least one allowed drop", "e.g. recall@10=0.02")
+    return out
 
 
 def gate(
@@ -309,26 +319,26 @@ def gate(
       is within the allowance), ``drop`` otherwise; such a metric gets a warning naming the
       detectable effect and the queries needed.
 
-    Worse means lower, except for the metrics where lower is better (``over_refusal``,
-    ``answered_unanswerable``), where a rise is the regression.
+    Worse is read from the metric catalogue: lower, except for the metrics where lower is better
+    (``over_refusal``, ``answered_unanswerable``), where a rise is the regression.
     """
     if require not in REQUIRE:
         raise UnknownNameError("gate rule", require, list(REQUIRE))
-    max_drops = _allowances(max_drops)
+    allowances = _allowances(max_drops)
     result = compare(
         runs_dir,
         [baseline, candidate],
         slice_by=None,
-        metrics=list(max_drops),
+        metrics=list(allowances),
         test=test,
         alpha=alpha,
         resamples=resamples,
         seed=seed,
     )
-    strictest = _z_power(alpha / len(max_drops)) / _z_power(alpha)
+    strictest = _z_power(alpha / len(allowances)) / _z_power(alpha)
     rows, warnings = [], []
     for _, row in result.rows.iterrows():
-        metric, allowed = row["metric"], max_drops[row["metric"]]
+        metric, allowed = row["metric"], allowances[row["metric"]]
         mde = row["mde"] * strictest
         detectable = bool(np.isfinite(mde) and mde <= allowed)
         rule = require if require != "auto" else ("significant" if detectable else "drop")
@@ -354,17 +364,6 @@ def gate(
         )
     table = pd.DataFrame(rows)
     return GateResult(bool((table["verdict"] == "pass").all()), table, warnings)
-
-
-def _allowances(max_drops: Mapping[str, float]) -> dict[str, float]:
-    """The allowed drops under canonical metric names, each a finite number ≥ 0."""
-    out = {
-        canonical(metric): float(check_number("max_drops", allowed, 0, key=metric))
-        for metric, allowed in max_drops.items()
-    }
-    if not out:
-        raise UsageError("the gate needs at least one allowed drop", "e.g. recall@10=0.02")
-    return out
 
 
 def _z_power(alpha: float) -> float:
@@ -450,8 +449,8 @@ def diff(
 ) -> pd.DataFrame:
     """The queries that got worse and better on ``metric`` (worse: lower, or higher for a
     lower-is-better metric), with what changed in between."""
-    check_number("top", top, 1, whole=True)
     metric = canonical(metric)
+    check_number("top", top, 1, whole=True)
     store = open_runs(runs_dir)
     new = store.get(ref)
     old = previous_run(store, new) if against == "previous" else store.get(against)
