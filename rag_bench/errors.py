@@ -65,12 +65,14 @@ class UnknownNameError(RagBenchError):
         self.name = name
         self.known = sorted(known)
         self.close = difflib.get_close_matches(name, self.known, n=3) if close is None else close
-        hints = []
-        if self.close:
-            hints.append(f"did you mean {' or '.join(repr(c) for c in self.close)}?")
-        if not self.close or len(self.known) <= SHORT_LIST:
-            hints.append(f"use one of: {', '.join(self.known)}")
-        super().__init__(f"unknown {kind} {name!r}", "; ".join(hints))
+        listing = ", ".join(self.known)
+        if not self.close:
+            hint = f"use one of: {listing}"
+        else:
+            hint = f"did you mean {' or '.join(repr(c) for c in self.close)}?"
+            if len(self.known) <= SHORT_LIST:
+                hint += f" (known: {listing})"
+        super().__init__(f"unknown {kind} {name!r}", hint)
 
 
 class UsageError(RagBenchError):

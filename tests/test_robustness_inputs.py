@@ -97,9 +97,9 @@ def test_qrels_with_extra_columns_name_the_file_and_line(tmp_path, rag_bench):
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["--k", "0"], ["--k 0 has a cutoff below 1", "1,3,5,10"]),
-        (["--k=-1"], ["--k -1 has a cutoff below 1"]),
-        (["--k", "5,-3"], ["--k -3,5 has a cutoff below 1"]),
+        (["--k", "0"], ["--k 0 is out of range", "whole number in [1, ∞)"]),
+        (["--k=-1"], ["--k -1 is out of range"]),
+        (["--k", "5,-3"], ["--k -3 is out of range"]),
         (["--depth", "0"], ["--depth 0 is below the largest cutoff 100"]),
         (["--sample", "-2"], ["--sample -2 is below 1"]),
         (["--variant", "basline"], ["unknown variant 'basline'", "baseline"]),

@@ -138,7 +138,7 @@ def test_cli_run_prints_summary_and_stores(rag_bench, tmp_path):
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["--k", "0,5"], ["cutoff below 1"]),
+        (["--k", "0,5"], ["--k 0 is out of range"]),
         (["--k", "five"], ["whole numbers"]),
         (["--tag", "nightly"], ["'nightly'", "smoke"]),
         (["--sample", "0"], ["--sample 0"]),

@@ -38,6 +38,7 @@ from rag_bench.evaluation.measures import (
     canonical,
     canonical_names,
     headline_metrics,
+    improvement,
     lower_is_better,
     not_stored,
 )
@@ -307,9 +308,8 @@ def worst_queries(
     else:
         rows["baseline"] = np.nan
     rows["delta"] = rows["value"] - rows["baseline"]
-    worse_first = not lower_is_better(metric)
-    rows["_badness"] = -rows["value"] if worse_first else rows["value"]
-    rows["_loss"] = (-rows["delta"] if worse_first else rows["delta"]).fillna(0.0)
+    rows["_badness"] = -improvement(metric, rows["value"])
+    rows["_loss"] = -improvement(metric, rows["delta"]).fillna(0.0)
     ordered = rows.sort_values(["_badness", "_loss", "query_id"], ascending=[False, False, True])
     columns = [
         "query_id",
@@ -538,8 +538,8 @@ def _scatter_figure(data: ReportData, go):
     pairs = data.pairs
     first, last = data.runs[0], data.runs[-1]
     lower_better = lower_is_better(data.metric)
-    better = pairs["delta"] < -TIE if lower_better else pairs["delta"] > TIE
-    worse = pairs["delta"] > TIE if lower_better else pairs["delta"] < -TIE
+    gain = improvement(data.metric, pairs["delta"])
+    better, worse = gain > TIE, gain < -TIE
     fig = go.Figure()
     groups = slice_order(set(pairs["group"]))
     for i, group in enumerate(groups):
