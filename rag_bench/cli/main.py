@@ -138,7 +138,7 @@ def _progress(label: str):
     "--dataset",
     type=click.Path(file_okay=False),
     default=None,
-    help="Dataset folder (BEIR layout). Default: the shipped kestrel-kb.",
+    help="Dataset folder (BEIR layout) or a shipped dataset's name. Default: kestrel-kb.",
 )
 @click.option(
     "--runs-dir",
@@ -240,7 +240,7 @@ def _run_or_resume(ctx: click.Context, results: list) -> None:
 def _run_with(ctx: click.Context, results: list, executor) -> None:
     from rag_bench.components.registry import registry
     from rag_bench.data.dataset import load_dataset
-    from rag_bench.experiment.runner import SHIPPED_DATASET, Selection, resume_run, run_variant
+    from rag_bench.experiment.runner import Selection, resume_run, run_variant
 
     p = ctx.params
     variants, overrides = p["variants"], p["overrides"]
@@ -281,7 +281,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
     names = list(registry().variants) if variants.strip() == "all" else _split(variants)
     for name in names:
         registry().variant(name)  # fail on a misspelt name before any work
-    data = load_dataset(p["dataset"] or SHIPPED_DATASET, split=p["split"])
+    data = load_dataset(p["dataset"], split=p["split"])
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
     selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
@@ -329,7 +329,8 @@ def variants_command(fmt):
     "--dataset",
     type=click.Path(file_okay=False),
     default=None,
-    help="Dataset with labelled claims in answers.jsonl. Default: the shipped kestrel-kb.",
+    help="Dataset (folder or shipped name) with labelled claims in answers.jsonl. "
+    "Default: kestrel-kb.",
 )
 @click.option(
     "--run",
@@ -345,14 +346,13 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
     from rag_bench.analysis.agreement import assess_judge
     from rag_bench.cli.views import agreement_output
     from rag_bench.data.dataset import load_dataset
-    from rag_bench.experiment.runner import SHIPPED_DATASET
 
     claims = None
     if run_ref:
         from rag_bench.runs.store import read_table
 
         claims = read_table(open_store(runs_dir).get(run_ref).path, "claims")
-    report = assess_judge(load_dataset(dataset or SHIPPED_DATASET), judge, overrides, claims, alpha)
+    report = assess_judge(load_dataset(dataset), judge, overrides, claims, alpha)
     click.echo(agreement_output(report, fmt))
 
 

@@ -50,7 +50,6 @@ from rag_bench.runs.store import (
 )
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
-SHIPPED_DATASET = Path(__file__).resolve().parent.parent / "data" / "shipped" / "kestrel-kb"
 
 
 @dataclass
@@ -206,7 +205,7 @@ def run_variant(
     _check_depth(depth, ks)
     spec = registry().variant(variant)
     resolved = resolve(spec, overrides)
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or SHIPPED_DATASET)
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     chosen = selection.apply(data.queries)
     runs_path = runs_folder(runs_dir)
