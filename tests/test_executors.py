@@ -138,6 +138,7 @@ def ray_executor():
     executor.close()
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize(
     "variant, overrides, selection",
     [
@@ -166,6 +167,7 @@ def test_ray_runs_store_the_traces_of_local_runs(
     assert ray.manifest["executor"]["name"] == "ray"
 
 
+@pytest.mark.ray
 def test_ray_embeds_the_corpus_in_blocks_and_counts_every_request(
     tmp_path, ray_executor, fake, monkeypatch
 ):
@@ -200,6 +202,7 @@ def test_ray_embeds_the_corpus_in_blocks_and_counts_every_request(
     assert local["generator"]["requests"] == 30 and local["encoder"]["requests"] > 3
 
 
+@pytest.mark.ray
 def test_a_pipeline_that_does_not_pickle_is_one_clear_line(tmp_path, rag_bench, monkeypatch):
     pytest.importorskip("ray", reason="the ray extra is not installed")
     import rag_bench.components.generate as generate
@@ -216,6 +219,7 @@ def _unpicklable(self):
     raise TypeError("a C object cannot be pickled")
 
 
+@pytest.mark.ray
 def test_an_unreachable_ray_address_is_one_line_at_once(tmp_path, rag_bench):
     pytest.importorskip("ray", reason="the ray extra is not installed")
     outcome = rag_bench(
