@@ -7,10 +7,11 @@ in, so all three pay the same site-packages start-up):
 - ``python -c "import rag_bench"``: the package, whose public names load on first use;
 - ``rag-bench --help``: the command line's entry point, every command's options included.
 
-After one warm-up of each (filling the OS file cache), ``--repeat`` rounds run the three one
-after another, so a burst of load from other processes hits all three alike. The table shows
-the median wall time and CPU time (user + system, which other processes disturb less) of each,
-and each median over that of ``python -c pass``.
+Each runs in the system's temporary folder, outside the checkout. After one warm-up of each
+(filling the OS file cache), ``--repeat`` rounds run the three one after another, so a burst of
+load from other processes hits all three alike. The table shows the median wall time and CPU
+time (user + system, which other processes disturb less) of each, and each median over that of
+``python -c pass``.
 
     python benchmarks/bench_startup.py
     python benchmarks/bench_startup.py --quick     # 5 rounds instead of 30
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,7 +45,8 @@ def parse_args() -> argparse.Namespace:
 
 
 def measure_once(name: str) -> dict:
-    done = common.run_measured(COMMANDS[name])
+    # from a folder outside the checkout, so that `import rag_bench` finds the installed package
+    done = common.run_measured(COMMANDS[name], cwd=Path(tempfile.gettempdir()))
     if done["returncode"] != 0:
         raise RuntimeError(f"{name} failed (exit {done['returncode']}):\n{done['output']}")
     return done

@@ -112,3 +112,13 @@ def test_run_checks_every_variant_name_before_any_work(tmp_path):
     with pytest.raises(rag_bench.RagBenchError, match="no_such_variant"):
         rag_bench.run(["baseline", "no_such_variant"], runs_dir=tmp_path)
     assert not (tmp_path / "manifests").exists()
+
+
+def test_resume_finishes_an_interrupted_run(tmp_path, monkeypatch, index_cache):
+    from test_robustness_resume import interrupted_run
+
+    runs = tmp_path / "runs"
+    stop = interrupted_run(monkeypatch, runs, index_cache)  # Ctrl-C after two blocks of eight
+    result = rag_bench.resume(stop.run_id, runs_dir=runs, cache_dir=index_cache)
+    assert result.run_id == stop.run_id and len(result.queries) == 30
+    assert result.manifest["resumed"]["queries_from_checkpoint"] == 16

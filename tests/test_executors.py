@@ -96,7 +96,15 @@ def test_threads_give_the_traces_of_one_block_at_a_time(tmp_path):
 
 
 @pytest.mark.parametrize("variant", ["hybrid_rerank"])
-@pytest.mark.parametrize("analyzer", ["en", "zh", "auto"])
+@pytest.mark.parametrize(
+    "analyzer",
+    # the default analyzer in the fast tier; each one indexes the whole corpus
+    [
+        pytest.param("en", marks=pytest.mark.slow),
+        pytest.param("zh", marks=pytest.mark.slow),
+        "auto",
+    ],
+)
 def test_an_indexed_pipeline_survives_pickling(variant, analyzer):
     """What Ray does to the shared pipeline: a copy answers exactly as the original."""
     data = load_dataset(SHIPPED)
