@@ -101,10 +101,10 @@ def run_once(case: Case, dataset: Path, cache: Path, label: str, quick: bool) ->
     if done["returncode"] != 0:
         tail = "\n".join(done["output"].strip().splitlines()[-6:])
         raise RuntimeError(f"{case.label} ({label}) failed (exit {done['returncode']}):\n{tail}")
-    from rag_bench.runs.store import committed_ids, locate
+    from rag_bench.runs import open_runs
 
-    (run_id,) = committed_ids(runs)
-    result = stages_of(locate(runs, run_id)) | {
+    (run,) = open_runs(runs).list()
+    result = stages_of(run) | {
         "wall_s": done["wall_s"],
         "peak_mib": done["peak_mib"],
         "cpu_s": done["cpu_s"],
@@ -115,13 +115,11 @@ def run_once(case: Case, dataset: Path, cache: Path, label: str, quick: bool) ->
 
 
 def stages_of(run) -> dict:
-    """Seconds per stage of a stored run (a ``RunLocation``), from its manifest and its queries'
-    latency columns."""
+    """Seconds per stage of a stored run (a ``StoredRun`` or ``RunResult``), from its manifest
+    and its queries' latency columns."""
     import pyarrow.parquet as pq
 
-    from rag_bench.runs.store import read_manifest
-
-    manifest = read_manifest(run)
+    manifest = run.manifest
     seconds = manifest["index"]["seconds"]
     out = {
         "duration_s": manifest["duration_s"],
@@ -135,7 +133,7 @@ def stages_of(run) -> dict:
         "index_seconds": seconds,
     }
     columns = [f"latency_ms_{s}" for s in QUERY_STAGES]
-    table = pq.read_table(run.table_file("queries"), columns=columns)
+    table = pq.read_table(run.location.table_file("queries"), columns=columns)
     for stage, column in zip(QUERY_STAGES, columns):
         values = [v for v in table.column(column).to_pylist() if v is not None and v == v]
         out[f"{stage}_s"] = sum(values) / 1000 if values else None

@@ -1,6 +1,6 @@
 """The run store: writing a large run, and comparing and querying a large store of runs.
 
-1. Writing: ``rag_bench.runs.store.write_run`` of one run of 100k queries, with synthetic trace
+1. Writing: ``RunStore.write_run`` of one run of 100k queries, with synthetic trace
    tables shaped like a real run's (every column of the schema; 72 metrics per query as with
    the default cutoffs; 100 BM25 candidates and ~50 documents per query in ``retrieved``; ~1.5
    claims per query). Peer: the same DataFrames written with ``DataFrame.to_parquet`` (no
@@ -16,7 +16,7 @@
    - ``worst of a slice``: the README's query, the 10 worst paraphrase queries of the latest
      hybrid_rerank run by ndcg@10, joined with their query text.
 
-   Each through the library (``Store.open`` + ``compare`` or ``Store.sql``: what a notebook
+   Each through the library (``open_runs`` + ``compare`` or ``RunStore.sql``: what a notebook
    does) and through the CLI (a fresh process: start, imports, opening the store, the work,
    printing the default table). Peers for the two SQL queries: pandas (every metrics file read
    with pyarrow, then ``groupby``; "what users would otherwise do"), pyarrow alone
@@ -197,7 +197,7 @@ def categories_of(rng, n: int) -> list[str]:
 def manifest(run_id: str, variant: str, created: str, query_ids: list[str]) -> dict:
     """A valid manifest (the store's current schema version) of a synthetic run."""
     from rag_bench import __version__
-    from rag_bench.runs.store import SCHEMA_VERSION
+    from rag_bench.runs import SCHEMA_VERSION
 
     return {
         "run_id": run_id,
@@ -238,7 +238,7 @@ def ensure_store(size: dict, seed: int) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rag_bench.runs.store import PART, _schemas, manifest_parts, partition
+    from rag_bench.runs.layout import PART, manifest_parts, partition
 
     root = store_dir(size, seed)
     stamp = root / ".params.json"
@@ -248,7 +248,7 @@ def ensure_store(size: dict, seed: int) -> Path:
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     started = time.perf_counter()
-    schemas = _schemas()
+    schemas = trace_schemas()
     rng = np.random.default_rng(seed)
     n = size["queries"]
     categories = categories_of(rng, n)
@@ -282,6 +282,14 @@ def ensure_store(size: dict, seed: int) -> Path:
     return root
 
 
+def trace_schemas() -> dict:
+    """The full schema (``run_id`` included) of each trace table."""
+    from rag_bench.runs import TABLES
+    from rag_bench.runs.layout import schema
+
+    return {table: schema(table) for table in TABLES}
+
+
 def run_tables(n: int, seed: int) -> dict:
     """DataFrames shaped like a real run of ``n`` queries (what ``build_traces`` returns)."""
     import numpy as np
@@ -290,9 +298,8 @@ def run_tables(n: int, seed: int) -> dict:
 
     from rag_bench.evaluation.answer import answer_metric_names
     from rag_bench.experiment.traces import ranking_measures
-    from rag_bench.runs.store import _schemas
 
-    schemas = _schemas()
+    schemas = trace_schemas()
     rng = np.random.default_rng(seed)
     run_id = "20261201-120000-hybrid_rerank-beef"
     ks = (1, 3, 5, 10, 20, 100)
@@ -367,10 +374,10 @@ WRITTEN_RUN = {"run_id": "20261201-120000-hybrid_rerank-beef", "variant": "hybri
 
 
 def op_write_rag_bench(frames: dict, target: Path) -> None:
-    from rag_bench.runs.store import SCHEMA_VERSION, write_run
+    from rag_bench.runs import SCHEMA_VERSION, open_runs
 
     manifest = WRITTEN_RUN | {"schema_version": SCHEMA_VERSION}
-    write_run(target, WRITTEN_RUN["run_id"], manifest, frames)
+    open_runs(target).write_run(WRITTEN_RUN["run_id"], manifest, frames)
 
 
 def op_write_pandas(frames: dict, target: Path) -> None:
@@ -383,7 +390,7 @@ def op_write_pandas(frames: dict, target: Path) -> None:
 
 def table_file(root: Path, table: str, variant: str, run_id: str) -> Path:
     """Where the store keeps one run's ``table``: its hive partition's Parquet file."""
-    from rag_bench.runs.store import PART, partition
+    from rag_bench.runs.layout import PART, partition
 
     return root.joinpath(*partition(table, variant, run_id), PART)
 
@@ -395,18 +402,16 @@ def table_files(root: Path, table: str) -> list[Path]:
 
 def op_compare_library(root: Path, resamples: int = 10_000):
     from rag_bench.analysis.compare import compare
-    from rag_bench.runs.reader import Store
 
-    store = Store.open(root)
     refs = ["latest:baseline", "latest:hybrid_rerank"]
-    result = compare(store, refs, slice_by="category", resamples=resamples)
+    result = compare(root, refs, slice_by="category", resamples=resamples)
     return {"rows": len(result.rows), "delta_sum": float(result.rows["delta"].sum())}
 
 
 def op_mean_library(root: Path):
-    from rag_bench.runs.reader import Store
+    from rag_bench.runs import open_runs
 
-    return _mean_digest(Store.open(root).sql(MEAN_SQL))
+    return _mean_digest(open_runs(root).sql(MEAN_SQL))
 
 
 def op_mean_duckdb(root: Path):
@@ -455,15 +460,15 @@ def _mean_digest(frame) -> dict:
 
 
 def op_worst_library(root: Path):
-    from rag_bench.runs.reader import Store
+    from rag_bench.runs import open_runs
 
-    return {"query_ids": Store.open(root).sql(WORST_SQL)["query_id"].tolist()}
+    return {"query_ids": open_runs(root).sql(WORST_SQL)["query_id"].tolist()}
 
 
 def _latest_run(root: Path, variant: str) -> dict[str, Path]:
     """What the SQL's ``max(run_id) … WHERE variant = …`` does, from the manifests: the files of
     that run's tables."""
-    from rag_bench.runs.store import MANIFESTS
+    from rag_bench.runs.layout import MANIFESTS
 
     found = []
     for manifest_path in (root / MANIFESTS).glob("*.json"):
@@ -720,7 +725,7 @@ def report(results: dict, path: Path) -> bool:
         " warm-up call (compare's with --resamples"
         f" {WARMUP_RESAMPLES}), each tool in a fresh process (CLI: one process per call, its"
         " whole wall time; writers: one process, alternating); library calls include"
-        " Store.open; vs library = time / rag-bench library's time for the same operation\n"
+        " open_runs; vs library = time / rag-bench library's time for the same operation\n"
     )
     print(common.table(rows_of(results), COLUMNS))
     problems = agreement(read) if read else []

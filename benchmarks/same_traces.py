@@ -68,6 +68,8 @@ def manifest_fingerprint(manifest: dict) -> str:
     index = dict(kept.get("index") or {})
     index.pop("seconds", None)  # how long indexing took
     kept["index"] = index
+    if "resumed" in kept:
+        kept["resumed"] = {k: v for k, v in kept["resumed"].items() if k != "at"}
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
 
 

@@ -68,4 +68,4 @@ def clean(tmp_path_factory, index_cache):
     smoke = Selection(tag="smoke")
     return run_variant(
         "baseline", SHIPPED, selection=smoke, runs_dir=runs, cache_dir=index_cache
-    ).path
+    ).location

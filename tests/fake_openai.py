@@ -41,6 +41,14 @@ def default_chat(body: dict) -> str:
     return f"The passages say so [{doc.group(1)}]."
 
 
+def default_system(body: dict) -> dict:
+    """A RAG service over the seed-example dataset: refunds go to d3, everything else to d1."""
+    refund = "refund" in body["query"].lower()
+    doc = "d3" if refund else "d1"
+    answer = "Refunds take 3 to 5 working days [d3]." if refund else "Returns take 7 days [d1]."
+    return {"result": {"answer": answer}, "documents": [{"id": doc, "score": 2.0}, "d2"]}
+
+
 class FakeOpenAI:
     """Records every request; serves ``script`` entries first (a status code, a (status, body,
     headers) triple or ("sleep", seconds)), then answers with ``chat`` / fake embeddings."""
@@ -49,6 +57,7 @@ class FakeOpenAI:
         self.requests: list[dict] = []
         self.script: list = []
         self.chat = default_chat
+        self.system = default_system
         self.require_key: str | None = None
         self.delay = 0.0
         self.in_flight = 0
@@ -89,6 +98,8 @@ class FakeOpenAI:
                     for i, t in enumerate(body["input"])
                 ]
                 reply = {"data": rows[::-1], "usage": {"prompt_tokens": 7, "total_tokens": 7}}
+            elif path.endswith("/ask"):
+                return 200, json.dumps(self.system(body)), {}
             else:
                 return 404, json.dumps({"error": {"message": "no route"}}), {}
             return 200, json.dumps(reply), {}

@@ -9,16 +9,42 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag_bench.runs.store import (
-    MANIFESTS,
-    TABLES,
-    RunLocation,
-    locate,
-    read_table,
-    runs_folder,
-)
+from rag_bench.runs import TABLES, RunLocation, open_runs
+from rag_bench.runs.catalog import committed_ids as _committed_ids
+from rag_bench.runs.catalog import partitions as _partitions
+from rag_bench.runs.catalog import read_table as _read_table
+from rag_bench.runs.layout import MANIFESTS
 
-__all__ = ["copy_run", "locate", "manifest_file", "read_table", "table_file", "write_table"]
+__all__ = [
+    "committed_ids",
+    "copy_run",
+    "locate",
+    "manifest_file",
+    "partitions",
+    "read_table",
+    "table_file",
+    "write_table",
+]
+
+
+def committed_ids(runs) -> list[str]:
+    """The ids of the runs committed in ``runs`` (a path, URL or store), oldest first."""
+    return _committed_ids(open_runs(runs).folder)
+
+
+def partitions(runs) -> dict[str, list[tuple[str, ...]]]:
+    """Every table partition in ``runs``, committed or not: run id -> path parts."""
+    return _partitions(open_runs(runs).folder)
+
+
+def locate(runs, run_id: str) -> RunLocation:
+    """Where the committed run ``run_id`` of ``runs`` is."""
+    return open_runs(runs).get(run_id).location
+
+
+def read_table(run: RunLocation, table: str) -> pd.DataFrame:
+    """One table of one run as written: its ``run_id`` column first (no ``variant``)."""
+    return _read_table(run, table).drop_columns(["variant"]).to_pandas()
 
 
 def manifest_file(runs: Path, run_id: str) -> Path:
@@ -40,7 +66,7 @@ def copy_run(run: RunLocation, runs: Path, new_id: str | None = None, **manifest
     """A copy of a stored run in ``runs`` (under ``new_id``), manifest last; ``manifest`` entries
     override the copied manifest's."""
     new_id = new_id or run.run_id
-    target = RunLocation(runs_folder(Path(runs)), new_id, run.variant)
+    target = RunLocation(open_runs(Path(runs)).folder, new_id, run.variant)
     for table in TABLES:
         write_table(target, table, read_table(run, table))
     content = json.loads(manifest_file(Path(run.runs.root), run.run_id).read_text())

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
+from runs_helpers import committed_ids, locate, read_table
 
 from conftest import ROOT, SHIPPED
 from rag_bench.components.analyzers import EnglishAnalyzer
@@ -13,7 +15,6 @@ from rag_bench.data.dataset import load_dataset
 from rag_bench.evaluation.answer import AnswerEvidence, answer_metrics, contains, token_f1
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES, diagnose
 from rag_bench.model import Chunk, Claim, Query, Verdict
-from rag_bench.runs.store import committed_ids, locate, read_table
 
 SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 
@@ -201,3 +202,15 @@ def test_judge_agreement_json_with_undefined_statistics(rag_bench, tmp_path):
     assert out.exit_code == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["n_claims"] == 3 and report["precision_unsupported"] is None
+
+
+def test_ppi_interval_keeps_a_width_when_judge_and_run_look_perfect():
+    """40 labels all agreed with and a run judged supported throughout: the estimate is 1.0,
+    but 40 labels cannot show the judge never errs, so the interval is not [1, 1]."""
+    from rag_bench.analysis.agreement import ppi_interval
+
+    perfect = ppi_interval(np.ones(200), np.ones(40), np.ones(40))
+    assert perfect["estimate"] == 1.0 and perfect["high"] == 1.0
+    assert 0.9 < perfect["low"] < 0.99
+    more = ppi_interval(np.ones(2000), np.ones(400), np.ones(400))
+    assert perfect["low"] < more["low"] < 1.0  # more evidence, a narrower interval

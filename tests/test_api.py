@@ -3,7 +3,6 @@ loads nothing heavy, and ``rag_bench.run`` speaks in parameters."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -16,7 +15,6 @@ from rag_bench.components.registry import parse_override
 from rag_bench.experiment.session import override_texts
 
 HEAVY = ("pandas", "pyarrow", "duckdb", "numpy", "scipy", "sklearn", "torch", "bm25s", "ray")
-STORE_MERGED = hasattr(importlib.import_module("rag_bench.runs"), "open_runs")
 
 
 STARTS = {
@@ -40,8 +38,6 @@ def test_starting_loads_no_heavy_package(start):
 
 @pytest.mark.parametrize("name", sorted(rag_bench._API))
 def test_every_public_name_resolves_and_is_listed(name):
-    if name == "open_runs" and not STORE_MERGED:
-        pytest.skip("rag_bench.runs.open_runs comes with the run-store branch")
     assert name in rag_bench.__all__ and name in dir(rag_bench)
     assert getattr(rag_bench, name) is not None
 

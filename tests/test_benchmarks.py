@@ -114,12 +114,12 @@ def store(tmp_path_factory) -> Path:
 
 
 def test_generated_store_is_readable_and_comparable(store):
-    from rag_bench.runs.reader import Store
+    from rag_bench.runs import open_runs
 
-    opened = Store.open(store)
+    opened = open_runs(store)
     assert not opened.broken
-    assert len(opened.runs) == 10
-    assert {r.variant for r in opened.runs} == set(bench_store.VARIANTS)
+    assert len(opened.list()) == 10
+    assert {r.variant for r in opened.list()} == set(bench_store.VARIANTS)
     counts = opened.sql("SELECT count(*) AS n, count(value) AS defined FROM metrics")
     assert counts["n"].iloc[0] == 10 * 80 * len(bench_store.STORE_METRICS)
     assert 0 < counts["defined"].iloc[0] < counts["n"].iloc[0]  # NULL for undefined values
@@ -159,7 +159,7 @@ def test_end_to_end_reads_the_stages_of_a_run(tmp_path):
         runs_dir=tmp_path / "runs",
         cache_dir=tmp_path / "cache",
     )
-    stages = bench_end_to_end.stages_of(result.path)
+    stages = bench_end_to_end.stages_of(result)
     assert stages["n_queries"] == len(result.queries)
     assert stages["retrieve_s"] > 0 and stages["generate_s"] > 0
     assert stages["fusion_s"] is None and stages["rerank_s"] is None

@@ -188,3 +188,24 @@ def test_wrong_field_type(tmp_path):
 def test_answers_naming_unknown_documents(tmp_path):
     answer = {"query_id": "q1", "ranking": ["d1", "d8"], "answer": "x", "claims": []}
     expect_error(write(tmp_path / "d", answers=[answer]), "answers.jsonl:1", "'d8'")
+
+
+def test_a_category_misspelt_against_the_datasets_own_categories_is_warned(tmp_path):
+    """``logistcs`` once among several ``logistics`` is a typo; a label of its own is not."""
+    folder = tmp_path / "d"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        json.dumps({"_id": "d1", "title": "", "text": "Parcels ship on Mondays."}) + "\n"
+    )
+    labels = ["logistics"] * 3 + ["logistcs", "billing"]
+    queries = [
+        {"_id": f"q{i}", "text": "When do parcels ship?", "category": label}
+        for i, label in enumerate(labels, 1)
+    ]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    qrels = "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td1\t1\n" for i in range(1, 6))
+    (folder / "qrels" / "test.tsv").write_text(qrels)
+    warnings = load_dataset(folder).warnings
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"{folder / 'queries.jsonl'}:4: category 'logistcs' looks like")
+    assert "a typo of 'logistics'" in warnings[0]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 import shutil
 
@@ -48,8 +47,6 @@ def python_section() -> str:
 
 @pytest.mark.slow
 def test_the_python_section_runs(tmp_path, monkeypatch, capsys):
-    if not hasattr(importlib.import_module("rag_bench.runs"), "open_runs"):
-        pytest.skip("rag_bench.runs.open_runs comes with the run-store branch")
     pytest.importorskip("plotly")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RAG_BENCH_RUNS_DIR", raising=False)

@@ -33,7 +33,7 @@ def test_overrides_are_typed_and_land_in_the_resolved_params():
     [
         ("retrever.k1=1", UnknownNameError, ["retrever", "analyzer", "chunker", "retriever"]),
         ("retriever.k=1", UnknownNameError, ["'k'", "b, k1, method"]),
-        ("chunker.name=sliding", UnknownNameError, ["sliding", "fixed, none, recursive"]),
+        ("chunker.name=sliding", UnknownNameError, ["sliding", "fixed, none, recorded, recursive"]),
         ("retriever.k1=fast", UsageError, ["retriever.k1='fast'", "float"]),
         ("retriever", UsageError, ["slot.param=value"]),
     ],
@@ -131,7 +131,7 @@ def test_third_party_variant_is_listed_and_runs(third_party_plugin, rag_bench, t
 
 def test_unknown_variant_lists_registered_ones(rag_bench, tmp_path):
     out = rag_bench("run", "--variant", "hybird", "--runs-dir", tmp_path)
-    assert_one_line_error(out, "hybird", "baseline, hybrid, hybrid_rerank, recorded")
+    assert_one_line_error(out, "hybird", "baseline, http, hybrid, hybrid_rerank, recorded")
 
 
 def test_component_switch_applies_before_its_parameters_whatever_the_order():

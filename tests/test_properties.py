@@ -23,10 +23,12 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from runs_helpers import read_table
 
 from rag_bench import Qrels, Run, evaluate_run
-from rag_bench.runs.reader import Store
-from rag_bench.runs.store import TABLES, _schemas, read_manifest, read_table, write_run
+from rag_bench.runs import TABLES, open_runs
+from rag_bench.runs.catalog import read_manifest
+from rag_bench.runs.layout import schema
 
 CUTOFFS = (1, 2, 3, 5, 10)
 FAMILIES = ("precision", "recall", "hit", "mrr", "ndcg", "ndcg_exp", "map")
@@ -274,7 +276,6 @@ RUN_ID = "20260101-000000-prop-ü✓-0001"
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace_tables(RUN_ID), st.dictionaries(texts, maybe | st.integers(), max_size=3))
 def test_store_round_trip_keeps_every_value(tables, extra):
-    schemas = _schemas()
     manifest = {
         "run_id": RUN_ID,
         "schema_version": 1,
@@ -285,13 +286,13 @@ def test_store_round_trip_keeps_every_value(tables, extra):
     }
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp) / "runs"
-        path = write_run(runs, RUN_ID, manifest, tables)
+        store = open_runs(runs)
+        path = store.write_run(RUN_ID, manifest, tables).location
         assert read_manifest(path) == json.loads(json.dumps(manifest))
-        store = Store.open(runs)
-        assert not store.broken and [r.run_id for r in store.runs] == [RUN_ID]
+        assert not store.broken and [r.run_id for r in store.list()] == [RUN_ID]
         con = store.connect()
         for table in TABLES:
-            columns = schemas[table].names
+            columns = schema(table).names
             expected = _plain(tables[table], columns)
             assert _plain(read_table(path, table), columns) == expected, table
             viewed = con.sql(f"SELECT * FROM {table}").df()

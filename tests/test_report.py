@@ -20,7 +20,7 @@ from rag_bench.errors import UnknownNameError
 from rag_bench.evaluation.stats import bootstrap_ci
 from rag_bench.experiment.runner import Selection, run_variant
 from rag_bench.report.page import report, report_data
-from rag_bench.runs.reader import Store
+from rag_bench.runs import open_runs
 
 needs_plotly = pytest.mark.skipif(
     importlib.util.find_spec("plotly") is None,
@@ -52,7 +52,7 @@ def store(tmp_path_factory):
 def data(store):
     runs, ids = store
     return report_data(
-        Store.open(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES
+        open_runs(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES
     )
 
 
@@ -128,7 +128,7 @@ def test_means_are_each_runs_mean_with_a_seeded_bootstrap_interval(store, data):
 def test_tables_are_deterministic(store, data):
     runs, ids = store
     again = report_data(
-        Store.open(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES
+        open_runs(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES
     )
     pd.testing.assert_frame_equal(again.means, data.means)
     pd.testing.assert_frame_equal(again.worst, data.worst)
@@ -208,7 +208,7 @@ def test_manifest_table_puts_runs_side_by_side_and_marks_differences(store, data
 def test_slices_tag_failure_class_and_none(store):
     runs, ids = store
     refs = [ids["baseline"], ids["hybrid_rerank"]]
-    opened = Store.open(runs)
+    opened = open_runs(runs)
     by_tag = report_data(opened, refs, slice_by="tag", resamples=50)
     assert "smoke" in set(by_tag.means["slice"])
     by_class = report_data(opened, refs, slice_by="failure_class", resamples=50)
@@ -221,7 +221,7 @@ def test_slices_tag_failure_class_and_none(store):
 def test_unknown_metric_is_a_user_mistake(store):
     runs, ids = store
     with pytest.raises(UnknownNameError, match="ndcg@10"):
-        report_data(Store.open(runs), [ids["baseline"]], metric="ndcg@7")
+        report_data(open_runs(runs), [ids["baseline"]], metric="ndcg@7")
 
 
 # --- the page ----------------------------------------------------------------------------
@@ -232,7 +232,7 @@ def test_html_is_one_self_contained_page(store, tmp_path):
     runs, ids = store
     out = tmp_path / "r.html"
     page = report(
-        Store.open(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES, output=out
+        open_runs(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES, output=out
     )
     assert out.read_text(encoding="utf-8") == page
     assert page.startswith("<!DOCTYPE html>")
@@ -250,8 +250,8 @@ def test_user_strings_are_escaped(store, poisoned):
     clean_runs, ids = store
     runs, _ = poisoned
     refs = [ids["baseline"], ids["hybrid_rerank"]]
-    page = report(Store.open(runs), refs, resamples=50)
-    clean = report(Store.open(clean_runs), refs, resamples=50)
+    page = report(open_runs(runs), refs, resamples=50)
+    clean = report(open_runs(clean_runs), refs, resamples=50)
     assert PAYLOAD not in page
     assert "<img" not in page
     assert 'onerror="document' not in page
@@ -303,7 +303,7 @@ def test_cli_writes_the_report(rag_bench, store, tmp_path):
 @needs_plotly
 def test_one_run_reports_without_a_scatter(store):
     runs, ids = store
-    page = report(Store.open(runs), [ids["hybrid_rerank"]], resamples=50)
+    page = report(open_runs(runs), [ids["hybrid_rerank"]], resamples=50)
     assert "The per-query scatter needs two runs" in page
     assert 'id="chart-scatter"' not in page
 
@@ -363,7 +363,7 @@ def test_charts_draw_in_chromium_and_screenshot(store, data, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     page = ARTIFACTS / "report.html"
     report(
-        Store.open(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES, output=page
+        open_runs(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES, output=page
     )
     dom = browse(page, tmp_path, "--dump-dom")
     # plotly ran: each of the three charts holds its SVG, bars and the scatter's points
@@ -389,7 +389,7 @@ def test_charts_draw_in_chromium_and_screenshot(store, data, tmp_path):
 def test_injected_markup_does_not_run_in_chromium(store, poisoned, tmp_path):
     runs, ids = poisoned
     page = tmp_path / "poisoned.html"
-    report(Store.open(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=50, output=page)
+    report(open_runs(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=50, output=page)
     dom = browse(page, tmp_path, "--dump-dom")
     assert "data-pwned" not in dom
     assert "<img" not in dom

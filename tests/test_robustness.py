@@ -3,7 +3,7 @@ while indexing, answering and writing leave no visible partial run, print one li
 checkpoint lets `rag-bench run --resume` finish the run with the traces of an uninterrupted one.
 
 The run is stopped at a known point with the testing aid ``RAG_BENCH_TEST_PAUSE`` (see
-``rag_bench/store.py``), which makes the process announce the stage on stderr and sleep there.
+``rag_bench/io/pause.py``), which makes the process announce the stage on stderr and sleep there.
 """
 
 from __future__ import annotations
@@ -20,18 +20,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from runs_helpers import locate, manifest_file, read_table
+from runs_helpers import committed_ids, locate, manifest_file, partitions, read_table
 
 from conftest import SHIPPED
 from rag_bench.experiment.runner import Selection, run_variant
 from rag_bench.io.pause import PAUSE_ENV
-from rag_bench.runs.store import (
-    MANIFESTS,
-    TABLES,
-    committed_ids,
-    partitions,
-    runs_folder,
-)
+from rag_bench.runs import TABLES
+from rag_bench.runs.layout import MANIFESTS
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -131,7 +126,7 @@ def visible(runs: Path) -> list[str]:
         return []
     layout = {*TABLES, MANIFESTS}
     others = {p.name for p in runs.iterdir() if not p.name.startswith(".") and p.name not in layout}
-    return sorted(others | set(committed_ids(runs)) | set(partitions(runs_folder(runs))))
+    return sorted(others | set(committed_ids(runs)) | set(partitions(runs)))
 
 
 def hidden(runs: Path) -> list[str]:
@@ -173,7 +168,8 @@ def cache(tmp_path_factory):
 def clean(tmp_path_factory, cache):
     """An uninterrupted baseline run on the smoke queries, the reference for every resume."""
     runs = tmp_path_factory.mktemp("clean")
-    return run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache).path
+    result = run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
+    return result.location
 
 
 def start(runs: Path, cache: Path, pause: str) -> Process:

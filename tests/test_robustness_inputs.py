@@ -70,7 +70,7 @@ def test_a_category_that_looks_like_a_typo_is_a_warning_naming_the_known_ones(tm
     warning = out.stderr.splitlines()[0]
     assert warning == (
         f"warning: {queries}:{number}: category 'paraphase' looks like a typo of 'paraphrase' "
-        "(known categories: literal, paraphrase, multi-hop, unanswerable)"
+        "(categories: literal, paraphrase, multi-hop, unanswerable)"
     )
     assert "paraphase" in out.stdout  # the run still happened, with the label as written
     assert len(visible(tmp_path / "runs")) == 1

@@ -22,7 +22,7 @@ from conftest import SHIPPED, assert_one_line_error
 from rag_bench.components.openai.client import EndpointError
 from rag_bench.experiment.runner import RunInterrupted, Selection, resume_run, run_variant
 from rag_bench.pipeline import compose
-from rag_bench.runs.store import Checkpoint
+from rag_bench.runs import open_runs
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -87,7 +87,7 @@ def test_a_checkpointed_answer_is_reused_only_for_the_same_ranking(interrupted, 
     second.write_text(second.read_text()[:-40])  # a damaged block (cannot happen, but still)
     result = resume_run(stop.run_id, runs_dir=runs)
     assert result.manifest["resumed"]["queries_from_checkpoint"] == 7
-    assert_same_traces(result.path, clean)
+    assert_same_traces(result.location, clean)
 
 
 @pytest.mark.parametrize(
@@ -141,8 +141,8 @@ def test_resume_refs_that_name_nothing_to_resume(interrupted, clean, rag_bench):
         stop.run_id,
     )
     assert_one_line_error(
-        rag_bench("run", "--resume", clean.name, "--runs-dir", clean.runs),
-        f"run {clean.name} is complete",
+        rag_bench("run", "--resume", clean.run_id, "--runs-dir", clean.runs),
+        f"run {clean.run_id} is complete",
     )
     assert_one_line_error(rag_bench("run", "--runs-dir", runs), "no --variant given")
     assert hidden(runs) == [f".partial-{stop.run_id}"]
@@ -198,7 +198,7 @@ def test_an_endpoint_that_gives_up_mid_run_keeps_the_checkpoint_and_says_how_to_
         "(16 of 30 queries are checkpointed))"
     )
     monkeypatch.setattr(compose.Pipeline, "answer_block", real)
-    assert_same_traces(resume_run(run_id, runs_dir=runs).path, clean)
+    assert_same_traces(resume_run(run_id, runs_dir=runs).location, clean)
 
 
 def test_a_failure_before_any_answer_leaves_nothing(tmp_path, monkeypatch, index_cache):
@@ -303,7 +303,7 @@ def test_ctrl_c_during_llm_answering_then_resume_repeats_no_request(tmp_path, ll
     )
     assert llm.generate == 32 and visible(runs) == []
 
-    run_id = Checkpoint.find(runs, "").run_id
+    run_id = open_runs(runs).find_checkpoint("")[1].run_id
     resumed = resume_run(run_id, runs_dir=runs, cache_dir=index_cache)
     assert llm.generate == 80  # the 48 unanswered queries, nothing twice
     assert resumed.manifest["resumed"]["queries_from_checkpoint"] == 32
@@ -320,7 +320,7 @@ def test_ctrl_c_during_llm_answering_then_resume_repeats_no_request(tmp_path, ll
         cache_dir=index_cache,
     )
     assert llm.generate == 160 and llm.judge == 2 * judged  # the interrupted run judged once
-    assert_same_traces(resumed.path, clean.path)
+    assert_same_traces(resumed.location, clean.location)
     answers = clean.queries["answer"]
     assert answers.str.contains("The passages answer").all()
 

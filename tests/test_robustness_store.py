@@ -80,11 +80,11 @@ def test_a_full_disk_while_writing_the_run_keeps_nothing_but_the_checkpoint(
     [(1, 0), (4, 8)],  # the checkpoint's header; the second block of answers
 )
 def test_a_full_disk_while_checkpointing(tmp_path, monkeypatch, rag_bench, fail_at, kept):
-    from rag_bench.runs import store
+    from rag_bench.runs import checkpoint
 
     runs = tmp_path / "runs"
     monkeypatch.setattr(compose, "BATCH", 8)
-    real = store.atomic_write
+    real = checkpoint.atomic_write
     calls = []
 
     def fill_up(path, data):
@@ -93,7 +93,7 @@ def test_a_full_disk_while_checkpointing(tmp_path, monkeypatch, rag_bench, fail_
             no_space()
         real(path, data)
 
-    monkeypatch.setattr(store, "atomic_write", fill_up)
+    monkeypatch.setattr(checkpoint, "atomic_write", fill_up)
     out = rag_bench(*SMOKE_RUN, "--runs-dir", runs)
     assert visible(runs) == []
     if not kept:
@@ -108,7 +108,7 @@ def test_a_full_disk_while_checkpointing(tmp_path, monkeypatch, rag_bench, fail_
             "free disk space, then resume with `rag-bench run --resume",
             f"({kept} of 30 queries are checkpointed)",
         )
-        monkeypatch.setattr(store, "atomic_write", real)
+        monkeypatch.setattr(checkpoint, "atomic_write", real)
         resumed = rag_bench(
             "run", "--resume", partial.removeprefix(".partial-"), "--runs-dir", runs
         )
@@ -139,16 +139,20 @@ def test_a_read_only_runs_folder_is_a_one_line_error_and_stays_readable(tmp_path
     runs.mkdir()
     copy_run(clean, runs)
     before = fingerprint(runs)
-    attempts = [[*SMOKE_RUN, "--runs-dir", runs], ["runs", "--runs-dir", runs, "--format", "csv"]]
+    attempts = [
+        [*SMOKE_RUN, "--runs-dir", runs],
+        ["runs", "--runs-dir", runs, "--format", "csv"],
+        ["rm", clean.run_id, "--yes", "--runs-dir", runs],
+    ]
     if os.geteuid() != 0:
         runs.chmod(0o555)
         try:
             results = [rag_bench(*args) for args in attempts]
         finally:
             runs.chmod(0o755)
-        failed, listed = results
-        error, listing = failed.stderr, listed.stdout
-        codes = (failed.exit_code, listed.exit_code)
+        failed, listed, removed = results
+        error, listing, refused = failed.stderr, listed.stdout, removed.stderr
+        codes = (failed.exit_code, listed.exit_code, removed.exit_code)
     else:  # root writes through permission bits: use a read-only mount instead
         commands = [_read_only_command(runs, args) for args in attempts]
         if commands[0] is None:
@@ -156,16 +160,18 @@ def test_a_read_only_runs_folder_is_a_one_line_error_and_stays_readable(tmp_path
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_BENCH_")}
         env["RAG_BENCH_CACHE_DIR"] = str(tmp_path / "cache")
         done = [subprocess.run(c, capture_output=True, text=True, env=env) for c in commands]
-        error, listing = done[0].stderr, done[1].stdout
-        codes = (done[0].returncode, done[1].returncode)
-    assert codes == (2, 0), error
+        error, listing, refused = done[0].stderr, done[1].stdout, done[2].stderr
+        codes = (done[0].returncode, done[1].returncode, done[2].returncode)
+    assert codes == (2, 0, 2), error + refused
     lines = error.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in error
     assert lines[0].startswith(f"error: cannot write to the runs folder {runs}: ")
     reason = lines[0].removeprefix(f"error: cannot write to the runs folder {runs}: ")
     assert reason.split(" (fix")[0] in ("Read-only file system", "Permission denied")
     assert lines[0].endswith("(fix: pass a writable --runs-dir)")
-    assert clean.name in listing  # reading a read-only folder works
+    assert clean.run_id in listing  # reading a read-only folder works
+    [line] = refused.strip().splitlines()  # and removing from it is one line
+    assert line.startswith(f"error: could not remove run {clean.run_id} from {runs}: ")
     assert fingerprint(runs) == before
 
 
@@ -192,7 +198,7 @@ def test_a_run_missing_a_parquet_file_is_reported_and_the_others_stay_usable(
     listed = rag_bench("runs", "--runs-dir", runs, "--format", "json")
     assert listed.exit_code == 0
     rows = {row["run_id"]: row for row in json.loads(listed.stdout)}
-    assert rows[clean.name]["status"] == "complete" and rows[clean.name]["ndcg@10"] > 0
+    assert rows[clean.run_id]["status"] == "complete" and rows[clean.run_id]["ndcg@10"] > 0
     assert rows[broken]["status"].startswith(f"unreadable: run {broken} is unreadable")
     assert f"retrieved/variant=baseline/run_id={broken}/part-0.parquet" in rows[broken]["status"]
     [warning] = listed.stderr.strip().splitlines()
@@ -201,12 +207,12 @@ def test_a_run_missing_a_parquet_file_is_reported_and_the_others_stay_usable(
     sql = rag_bench(
         "sql", "SELECT DISTINCT run_id FROM retrieved", "--runs-dir", runs, "--format", "csv"
     )
-    assert sql.stdout.split() == ["run_id", clean.name]
+    assert sql.stdout.split() == ["run_id", clean.run_id]
     assert_one_line_error(rag_bench("show", broken, "--runs-dir", runs), broken, "unreadable")
     assert_one_line_error(
-        rag_bench("compare", clean.name, broken, "--runs-dir", runs), broken, "unreadable"
+        rag_bench("compare", clean.run_id, broken, "--runs-dir", runs), broken, "unreadable"
     )
-    assert rag_bench("show", clean.name, "--runs-dir", runs).exit_code == 0
+    assert rag_bench("show", clean.run_id, "--runs-dir", runs).exit_code == 0
 
 
 # --- the cache ------------------------------------------------------------------------------------
@@ -288,7 +294,7 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path, clean):
         cached = [r.manifest["index"]["cached"][slot] for r in (first, second, third)]
         assert cached == [False, False, True], slot
     for result in (first, second, third):
-        assert_same_traces(result.path, clean)
+        assert_same_traces(result.location, clean)
     assert sorted(p.name.split("-")[0] for p in cache.iterdir()) == ["bm25", "prepared"]
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from runs_helpers import manifest_file
+from runs_helpers import committed_ids, manifest_file, read_table
 
 from conftest import SHIPPED, assert_one_line_error
 from rag_bench.experiment.runner import DEFAULT_KS, Selection, run_variant
 from rag_bench.experiment.traces import ranking_measures
-from rag_bench.runs.store import TABLES, committed_ids, read_table
+from rag_bench.runs import TABLES
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -29,20 +29,20 @@ def smoke_runs(tmp_path_factory):
 
 def test_run_has_a_manifest_and_a_partition_of_every_table(smoke_runs):
     result = smoke_runs["hybrid_rerank"]
-    runs, run_id = Path(result.path.runs.root), result.run_id
+    runs, run_id = Path(result.location.runs.root), result.run_id
     for table in TABLES:
         partition = runs / table / "variant=hybrid_rerank" / f"run_id={run_id}"
         assert [p.name for p in partition.iterdir()] == ["part-0.parquet"]
     manifest = json.loads((runs / "_manifests" / f"{run_id}.json").read_text())
-    assert manifest["run_id"] == result.path.name and manifest["schema_version"] == 2
+    assert manifest["run_id"] == result.run_id and manifest["schema_version"] == 2
     assert manifest["variant"] == "hybrid_rerank" and manifest["status"] == "complete"
     assert manifest["params"]["reranker"]["name"] == "ltr"
     assert manifest["dataset"]["name"] == "kestrel-kb" and len(manifest["dataset"]["sha256"]) == 64
     assert manifest["selection"]["tag"] == "smoke" and manifest["dataset"]["n_queries"] == 30
     for table in TABLES:
-        frame = read_table(result.path, table)
+        frame = read_table(result.location, table)
         assert set(frame["run_id"]) <= {result.run_id}
-        assert "run_id" not in pq.read_schema(result.path.table_file(table)).names
+        assert "run_id" not in pq.read_schema(result.location.table_file(table)).names
 
 
 def test_every_query_metric_pair_is_stored_and_undefined_is_null(smoke_runs):
@@ -162,3 +162,15 @@ def test_bad_run_options(rag_bench, tmp_path, args, fragments):
     assert not (tmp_path / "runs").exists() or not [
         p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")
     ]
+
+
+def test_progress_off_a_terminal_is_a_line_now_and_then(rag_bench, tmp_path, monkeypatch):
+    """CI logs see the run advance (one line per interval) instead of minutes of silence."""
+    from rag_bench.cli import main
+
+    monkeypatch.setattr(main, "PROGRESS_EVERY_S", 0.0)
+    out = rag_bench(
+        "run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", tmp_path, "--format", "csv"
+    )
+    assert out.exit_code == 0, out.stderr
+    assert "rag-bench: baseline: 1/1 blocks answered" in out.stderr

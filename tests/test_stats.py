@@ -32,3 +32,19 @@ def test_bootstrap_interval_brackets_the_mean_and_t_test_edges():
     low, high = bootstrap_ci(d)
     assert low < d.mean() < high
     assert t_test(np.zeros(4)) == 1.0 and t_test(np.full(4, 0.5)) == 0.0
+
+
+def test_minimum_detectable_effect_and_queries_needed_agree_with_the_formula():
+    from scipy.stats import norm
+
+    from rag_bench.evaluation.stats import minimum_detectable_effect, queries_needed
+
+    rng = np.random.default_rng(0)
+    d = rng.normal(0.01, 0.2, size=100)
+    z = norm.ppf(0.975) + norm.ppf(0.8)  # 2.8016
+    assert minimum_detectable_effect(d) == pytest.approx(z * d.std(ddof=1) / 10)
+    needed = queries_needed(d, 0.02)
+    assert needed == int(np.ceil((z * d.std(ddof=1) / 0.02) ** 2))
+    # with the queries needed, the effect asked for is detectable at the same spread
+    assert minimum_detectable_effect(d) * np.sqrt(100 / needed) <= 0.02 + 1e-12
+    assert np.isnan(minimum_detectable_effect(d[:1])) and queries_needed(d[:1], 0.1) is None

@@ -7,11 +7,19 @@ import json
 import shutil
 
 import pytest
-from runs_helpers import copy_run, locate, manifest_file, read_table, table_file, write_table
+from runs_helpers import (
+    committed_ids,
+    copy_run,
+    locate,
+    manifest_file,
+    partitions,
+    read_table,
+    table_file,
+    write_table,
+)
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
 from rag_bench.experiment.runner import Selection, run_variant
-from rag_bench.runs.store import committed_ids, partitions, runs_folder
 
 SMOKE = Selection(tag="smoke")
 
@@ -112,11 +120,11 @@ def test_show_slices(rag_bench, store):
     lines = out.stdout.strip().splitlines()
     assert lines[0] == "category,n,recall@10,faithfulness"
     assert [line.split(",")[0] for line in lines[1:]] == [
-        "literal",
-        "multi-hop",
-        "paraphrase",
-        "unanswerable",
         "all",
+        "literal",
+        "paraphrase",
+        "multi-hop",
+        "unanswerable",
     ]
     by_class = rag_bench(
         "show", ids["baseline"], "--runs-dir", runs, "--slice", "failure_class", "--format", "csv"
@@ -291,6 +299,54 @@ def test_gate_passes_and_fails(rag_bench, store, tmp_path):
     )
 
 
+def worsen_some(runs, run_id, new_id, metric, by, n_queries):
+    """A copy of a run whose ``metric`` is worse by ``by`` on its first ``n_queries`` queries
+    with room for it (higher for lower-is-better metrics)."""
+    target = copy_run(locate(runs, run_id), runs, new_id, created_at="2099-01-01T00:00:00+00:00")
+    frame = read_table(target, "metrics")
+    lower_is_better = metric in ("over_refusal", "answered_unanswerable")
+    room = frame["value"] <= 1 - by if lower_is_better else frame["value"] >= by
+    hit = frame.index[(frame["metric"] == metric) & room][:n_queries]
+    frame.loc[hit, "value"] += by if lower_is_better else -by
+    write_table(target, "metrics", frame)
+
+
+def test_the_gate_fails_a_small_tier_on_the_drop_it_cannot_test(rag_bench, store, tmp_path):
+    """The smoke tier cannot show a 0.02 drop of recall@10 significantly: by default the
+    gate then fails on the observed drop and says why; requiring significance passes it."""
+    runs, ids = copy_store(store, tmp_path)
+    worsen_some(runs, ids["baseline"], "29990101-000000-baseline-beef", "recall@10", 0.35, 2)
+    args = ["gate", "29990101-000000-baseline-beef", "--baseline", ids["baseline"]]
+    args += ["--max-drop", "recall@10=0.02", "--runs-dir", runs, "--format", "json"]
+    auto = rag_bench(*args)
+    assert auto.exit_code == 1, auto.stderr
+    (row,) = json.loads(auto.stdout)
+    assert row["rule"] == "drop" and row["verdict"] == "fail" and row["mde"] > 0.02
+    assert row["reason"].startswith(f"worsened by {2 * 0.35 / row['n']:.4f} > 0.02")
+    assert f"warning: recall@10: {row['n']} paired queries detect a change of" in auto.stderr
+    assert "the gate fails on the observed drop alone" in auto.stderr
+    strict = rag_bench(*args, "--require", "significant")
+    assert strict.exit_code == 0 and "not significant" in json.loads(strict.stdout)[0]["reason"]
+    assert "cannot fail the gate" in strict.stderr
+
+
+def test_the_gate_reads_lower_is_better_metrics_the_right_way(rag_bench, store, tmp_path):
+    runs, ids = copy_store(store, tmp_path)
+    worsen_some(runs, ids["baseline"], "29990101-000000-baseline-cafe", "over_refusal", 1.0, 6)
+    args = ["gate", "29990101-000000-baseline-cafe", "--baseline", ids["baseline"]]
+    out = rag_bench(
+        *args, "--max-drop", "over_refusal=0.05", "--runs-dir", runs, "--format", "json"
+    )
+    assert out.exit_code == 1
+    assert json.loads(out.stdout)[0]["reason"].startswith("worsened by 0.2")
+    back = ["gate", ids["baseline"], "--baseline", "29990101-000000-baseline-cafe"]
+    better = rag_bench(
+        *back, "--max-drop", "over_refusal=0.05", "--runs-dir", runs, "--format", "json"
+    )
+    assert better.exit_code == 0
+    assert json.loads(better.stdout)[0]["reason"].startswith("improved by 0.2")
+
+
 def test_sql_over_all_runs(rag_bench, store):
     runs, ids = store
     out = rag_bench(
@@ -361,7 +417,7 @@ def test_rm_asks_then_deletes(rag_bench, store, tmp_path):
     out = rag_bench("rm", ids["baseline"], ids["baseline_old"], "--yes", "--runs-dir", runs)
     assert out.exit_code == 0
     assert committed_ids(runs) == [ids["hybrid_rerank"]]
-    assert list(partitions(runs_folder(runs))) == [ids["hybrid_rerank"]]
+    assert list(partitions(runs)) == [ids["hybrid_rerank"]]
 
 
 def test_a_broken_run_can_be_removed_by_prefix(rag_bench, store, tmp_path):
@@ -372,4 +428,16 @@ def test_a_broken_run_can_be_removed_by_prefix(rag_bench, store, tmp_path):
     assert shown.stderr.count("unreadable") == 1
     out = rag_bench("rm", ids["baseline"][:-2], "--yes", "--runs-dir", runs)
     assert out.exit_code == 0 and ids["baseline"] not in committed_ids(runs)
-    assert ids["baseline"] not in partitions(runs_folder(runs))
+    assert ids["baseline"] not in partitions(runs)
+
+
+def test_compare_collapses_metrics_constant_in_every_query(rag_bench, store):
+    """faithfulness is 1.0 in every query of the shipped smoke runs: one line, not rows of
+    ties; json keeps every row."""
+    runs, ids = store
+    args = ("compare", ids["baseline"], ids["hybrid_rerank"], "--runs-dir", runs)
+    table = rag_bench(*args, "--resamples", "200").stdout
+    assert "faithfulness: 1 in every query of every run" in table
+    assert not any(line.split()[1:2] == ["faithfulness"] for line in table.splitlines()[3:])
+    rows = json.loads(rag_bench(*args, "--resamples", "200", "--format", "json").stdout)
+    assert any(r["metric"] == "faithfulness" for r in rows)

@@ -13,20 +13,12 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from runs_helpers import locate, manifest_file, read_table, table_file
+from runs_helpers import committed_ids, locate, manifest_file, partitions, read_table, table_file
 from test_robustness import Process, age, assert_same_traces, hidden, visible
 
 from conftest import assert_one_line_error
 from rag_bench.experiment.runner import Selection
-from rag_bench.runs.reader import Store
-from rag_bench.runs.store import (
-    TABLES,
-    clean_stale,
-    committed_ids,
-    partitions,
-    runs_folder,
-    write_run,
-)
+from rag_bench.runs import TABLES, open_runs
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -97,7 +89,7 @@ def test_rag_bench_views_carry_run_id_and_variant(rag_bench, written):
         "csv",
     )
     assert out.stdout.split() == ["variant,runs,n", "baseline,2,60", "hybrid,1,30"]
-    columns = Store.open(written).sql("SELECT * FROM metrics LIMIT 1").columns
+    columns = open_runs(written).sql("SELECT * FROM metrics LIMIT 1").columns
     assert list(columns[:2]) == ["run_id", "variant"]
 
 
@@ -108,7 +100,7 @@ def test_a_variant_name_with_path_characters_is_escaped_and_read_back(tmp_path, 
     for frame in tables.values():
         frame["run_id"] = run_id
     odd = "team/a=b %x"
-    write_run(tmp_path, run_id, {**manifest, "run_id": run_id, "variant": odd}, tables)
+    open_runs(tmp_path).write_run(run_id, {**manifest, "run_id": run_id, "variant": odd}, tables)
     folders = [p.name for p in (tmp_path / "metrics").iterdir()]
     assert folders == ["variant=team%2Fa%3Db %25x"]
     found = duckdb.sql(
@@ -116,9 +108,9 @@ def test_a_variant_name_with_path_characters_is_escaped_and_read_back(tmp_path, 
         "hive_partitioning=true)"
     ).fetchall()
     assert found == [(odd,)]
-    store = Store.open(tmp_path)
+    store = open_runs(tmp_path)
     assert store.sql("SELECT DISTINCT variant FROM retrieved")["variant"].tolist() == [odd]
-    assert_same_traces(store.get(run_id).path, clean)
+    assert_same_traces(store.get(run_id).location, clean)
 
 
 # --- the manifest commits ------------------------------------------------------------------
@@ -135,13 +127,13 @@ def test_kill_9_between_placing_tables_and_committing_hides_them_until_cleaned(
     process.wait_for("paused at commit")
     process.signal(signal.SIGKILL)
     process.finish()
-    [run_id] = partitions(runs_folder(runs))  # the tables are in place ...
+    [run_id] = partitions(runs)  # the tables are in place ...
     assert committed_ids(runs) == []  # ... but not committed
     listing = rag_bench("runs", "--runs-dir", runs, "--format", "json")
     assert json.loads(listing.stdout) == [] and listing.stderr == ""
-    assert clean_stale(runs) == []  # too young to judge
+    assert open_runs(runs).clean_stale() == []  # too young to judge
     age(runs)
-    removed = clean_stale(runs)
+    removed = open_runs(runs).clean_stale()
     staging = [n for n in removed if n.startswith(f".tmp-{run_id}-")]  # emptied by the move
     assert sorted(removed) == sorted(
         [f"{t}/variant=baseline/run_id={run_id}" for t in TABLES] + [f".{run_id}.lock", *staging]
@@ -163,13 +155,13 @@ def test_ctrl_c_between_placing_tables_and_committing_takes_them_back(tmp_path, 
     process.wait_for("paused at commit")
     process.signal(signal.SIGINT)
     assert process.finish() == 130
-    assert visible(runs) == [] and partitions(runs_folder(runs)) == {}
+    assert visible(runs) == [] and partitions(runs) == {}
     [partial] = hidden(runs)
     assert partial.startswith(".partial-")
 
 
 def test_rm_uncommits_before_deleting_the_tables(tmp_path, clean, rag_bench, monkeypatch):
-    from rag_bench.runs import store
+    from rag_bench.runs import commit
 
     runs = tmp_path / "runs"
     shutil.copytree(clean.runs.root, runs)
@@ -177,13 +169,13 @@ def test_rm_uncommits_before_deleting_the_tables(tmp_path, clean, rag_bench, mon
     def fail(*args):
         raise OSError("the disk went away")
 
-    monkeypatch.setattr(store, "_delete_partition", fail)
-    with pytest.raises(OSError):
-        rag_bench("rm", clean.run_id, "--yes", "--runs-dir", runs)
-    assert committed_ids(runs) == [] and list(partitions(runs_folder(runs))) == [clean.run_id]
+    monkeypatch.setattr(commit, "delete_partition", fail)
+    out = rag_bench("rm", clean.run_id, "--yes", "--runs-dir", runs)
+    assert_one_line_error(out, f"could not remove run {clean.run_id}", "the disk went away")
+    assert committed_ids(runs) == [] and list(partitions(runs)) == [clean.run_id]
     monkeypatch.undo()
     age(runs)
-    clean_stale(runs)
+    open_runs(runs).clean_stale()
     assert visible(runs) == []
 
 
@@ -277,14 +269,14 @@ def test_a_file_url_runs_folder_end_to_end(tmp_path, rag_bench):
 
 
 def test_views_of_a_folder_match_pandas_reads(written):
-    store = Store.open(written)
+    store = open_runs(written)
     con = store.connect()
-    for run in store.runs:
+    for run in store.list():
         for table in TABLES:
             viewed = con.execute(
                 f"SELECT * EXCLUDE (variant) FROM {table} WHERE run_id = ?", [run.run_id]
             ).df()
-            direct = read_table(run.path, table)
+            direct = read_table(run.location, table)
             assert list(viewed.columns) == list(direct.columns)
             assert len(viewed) == len(direct)
             pd.testing.assert_series_equal(

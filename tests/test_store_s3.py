@@ -8,6 +8,7 @@ import logging
 import socket
 
 import pytest
+from runs_helpers import committed_ids
 
 from conftest import assert_one_line_error
 
@@ -130,7 +131,6 @@ def test_run_runs_show_compare_sql_rm_over_s3(s3, rag_bench):
 
 
 def test_an_interrupted_s3_run_resumes_from_its_local_checkpoint(s3, rag_bench, monkeypatch):
-    from rag_bench.runs import store
     from rag_bench.runs.folder import RunsFolder
 
     bucket, filesystem = s3
@@ -151,7 +151,7 @@ def test_an_interrupted_s3_run_resumes_from_its_local_checkpoint(s3, rag_bench, 
     monkeypatch.setattr(RunsFolder, "put", real)
     resumed = rag_bench("run", "--resume", run_id, "--runs-dir", url)
     assert _stored_id(resumed) == run_id
-    assert store.committed_ids(url) == [run_id]
+    assert committed_ids(url) == [run_id]
 
 
 def test_a_missing_bucket_is_one_line(s3, rag_bench):

@@ -119,6 +119,12 @@ def ppi_interval(
     labelled claims; the interval adds both sources of variance (Angelopoulos et al., 2023). It
     assumes the labelled claims are like the run's: a judge that errs differently on the run's
     answers than on the labelled ones makes the correction wrong.
+
+    Both variances are taken with z²/2 pseudo-observations spread over the outcomes (the
+    Agresti–Coull adjustment of a binomial interval): a judge that agreed with every one of 40
+    labels has not been shown to be perfect, and a run judged supported throughout is not
+    known to be, so the interval keeps a width that shrinks as the counts grow instead of
+    collapsing to a point.
     """
     run_judged = np.asarray(run_judged, dtype=float)
     error = np.asarray(gold, dtype=float) - np.asarray(judged, dtype=float)
@@ -126,9 +132,9 @@ def ppi_interval(
         raise RagBenchError(
             "too few claims for an interval", "it needs at least two claims on each side"
         )
-    estimate = run_judged.mean() + error.mean()
-    spread = np.sqrt(run_judged.var(ddof=1) / len(run_judged) + error.var(ddof=1) / len(error))
     z = stats.norm.ppf(1 - alpha / 2)
+    estimate = run_judged.mean() + error.mean()
+    spread = np.sqrt(_share_variance(run_judged, z) + _error_variance(error, z))
     return {
         "judged": float(run_judged.mean()),
         # a share lies in [0, 1]; so do the estimate and the interval
@@ -138,6 +144,22 @@ def ppi_interval(
         "n_run_claims": int(len(run_judged)),
         "n_labelled": int(len(error)),
     }
+
+
+def _share_variance(outcomes: np.ndarray, z: float) -> float:
+    """Variance of the mean of 0/1 outcomes, with z²/2 pseudo-successes and -failures."""
+    n = len(outcomes) + z * z
+    p = (outcomes.sum() + z * z / 2) / n
+    return p * (1 - p) / n
+
+
+def _error_variance(error: np.ndarray, z: float) -> float:
+    """Variance of the mean of judge errors (gold − judged, each −1, 0 or +1), with z²/4
+    pseudo-observations added to each kind of disagreement and z²/2 to agreement."""
+    n = len(error) + z * z
+    up = ((error > 0).sum() + z * z / 4) / n
+    down = ((error < 0).sum() + z * z / 4) / n
+    return (up + down - (up - down) ** 2) / n
 
 
 def assess_judge(

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 from rag_bench.evaluation.answer import LOWER_IS_BETTER
-from rag_bench.evaluation.stats import TESTS, bootstrap_cis, holm, paired_p_values
-from rag_bench.runs.reader import Store, StoredRun
+from rag_bench.evaluation.stats import (
+    TESTS,
+    bootstrap_cis,
+    holm,
+    minimum_detectable_effect,
+    paired_p_values,
+    queries_needed,
+)
+from rag_bench.evaluation.summary import slice_order
+from rag_bench.runs import RunStore, StoredRun, open_runs
 
 DEFAULT_METRICS = (
     "recall@10",
@@ -24,7 +33,6 @@ DEFAULT_METRICS = (
     "over_refusal",
 )
 SLICES = ("category", "tag", "failure_class")
-CATEGORY_ORDER = ("literal", "paraphrase", "multi-hop", "unanswerable")
 TIE = 1e-12
 
 
@@ -36,9 +44,11 @@ class Comparison:
     n_paired: dict[str, int]
     test: str
     alpha: float
+    # metrics with one value in every query of every compared run: nothing to compare
+    constant: dict[str, float] = field(default_factory=dict)
 
 
-def _runs(store: Store, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
+def _runs(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
     if len(refs) < 2:
         raise UsageError(
             "compare needs at least two runs",
@@ -62,7 +72,7 @@ def _runs(store: Store, refs: Sequence[str], allow_mismatch: bool) -> list[Store
 
 
 def _load(
-    store: Store, runs: list[StoredRun], metrics: Sequence[str] | None
+    store: RunStore, runs: list[StoredRun], metrics: Sequence[str] | None
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     con = store.connect(runs)
     available = [
@@ -80,6 +90,15 @@ def _load(
     return values, queries, chosen
 
 
+def constant_metrics(values: pd.DataFrame) -> dict[str, float]:
+    """Metrics whose defined values are one number throughout (faithfulness 1.0 in every query
+    of every run), with that number."""
+    defined = values.dropna(subset=["value"])
+    spread = defined.groupby("metric")["value"].agg(["min", "max"])
+    same = spread[spread["min"] == spread["max"]]
+    return {str(metric): float(value) for metric, value in same["min"].items()}
+
+
 def query_slices(
     queries: pd.DataFrame, baseline: str, slice_by: str | None
 ) -> dict[str, list[str]]:
@@ -95,11 +114,6 @@ def query_slices(
             for q, t in zip(rows["query_id"], rows["tags"])
         }
     return {q: [str(v)] for q, v in zip(rows["query_id"], rows[slice_by])}
-
-
-def slice_order(labels: set[str]) -> list[str]:
-    known = [c for c in CATEGORY_ORDER if c in labels]
-    return known + sorted(labels - set(known))
 
 
 def _statistics(
@@ -130,7 +144,7 @@ def _row(d: np.ndarray, a: np.ndarray, b: np.ndarray, low: float, high: float, p
 
 
 def compare(
-    store: Store,
+    runs_dir: str | Path | RunStore | None,
     refs: Sequence[str],
     *,
     slice_by: str | None = "category",
@@ -140,17 +154,24 @@ def compare(
     resamples: int = 10_000,
     seed: int = 0,
     allow_mismatch: bool = False,
+    mde: float | None = None,
 ) -> Comparison:
     """Compare every run after the first with the first, paired over their shared queries.
+
+    Each row also gives ``mde``, the smallest delta its test detects with 80 % power at
+    ``alpha`` for the paired n and the observed spread of the differences; with ``mde`` (a
+    delta to plan for), ``n_needed`` is how many such queries would detect it.
 
     Per slice (plus ``all``) and metric: both means, the delta (b − a), a 95% bootstrap
     interval of the delta, the paired test's p-value, Holm–Bonferroni across the whole table,
     and wins / ties / losses. A metric undefined for a query (NULL) leaves that query out.
+    ``runs_dir`` is the runs folder (a path, URL or :class:`RunStore`; None: the default).
     """
     if test not in TESTS:
         raise UnknownNameError("test", test, list(TESTS))
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha} is not between 0 and 1", "e.g. --alpha 0.05")
+    store = open_runs(runs_dir)
     runs = _runs(store, refs, allow_mismatch)
     values, queries, chosen = _load(store, runs, metrics)
     base = runs[0]
@@ -197,6 +218,7 @@ def compare(
         table.columns.get_loc("p_value") + 1, "p_adjusted", holm(table["p_value"].to_numpy())
     )
     table["significant"] = table["p_adjusted"] < alpha
+    table["mde"] = [minimum_detectable_effect(b - a, alpha) for a, b in compared]
     columns = [
         "slice",
         "metric",
@@ -213,18 +235,28 @@ def compare(
         "ties",
         "losses",
         "n",
+        "mde",
         "significant",
     ]
-    return Comparison(table[columns], n_paired, test, alpha)
+    if mde is not None:
+        if not (np.isfinite(mde) and mde > 0):
+            raise UsageError(f"mde {mde} is not a positive delta", "e.g. mde=0.02")
+        table["n_needed"] = [queries_needed(b - a, mde, alpha) for a, b in compared]
+        columns.append("n_needed")
+    return Comparison(table[columns], n_paired, test, alpha, constant_metrics(values))
 
 
 # --- the CI gate ---------------------------------------------------------------------------
 
 
+REQUIRE = ("auto", "significant", "drop")
+
+
 @dataclass(frozen=True)
 class GateResult:
     passed: bool
-    rows: pd.DataFrame  # metric, mean_a, mean_b, delta, allowed_drop, p_adjusted, verdict, reason
+    rows: pd.DataFrame  # metric, mean_a, mean_b, delta, allowed_drop, p_adjusted, n, mde, rule, ...
+    warnings: list[str]
 
 
 def parse_drops(specs: Sequence[str]) -> dict[str, float]:
@@ -235,9 +267,10 @@ def parse_drops(specs: Sequence[str]) -> dict[str, float]:
             value = float(amount)
         except ValueError:
             value = -1.0
-        if not sep or not metric.strip() or value < 0:
+        if not sep or not metric.strip() or not (np.isfinite(value) and value >= 0):
             raise UsageError(
-                f"--max-drop {spec!r} is not metric=amount", "e.g. --max-drop recall@10=0.02"
+                f"--max-drop {spec!r} is not metric=amount (a number >= 0)",
+                "e.g. --max-drop recall@10=0.02",
             )
         drops[metric.strip()] = value
     if not drops:
@@ -246,7 +279,7 @@ def parse_drops(specs: Sequence[str]) -> dict[str, float]:
 
 
 def gate(
-    store: Store,
+    runs_dir: str | Path | RunStore | None,
     candidate: str,
     baseline: str,
     max_drops: Mapping[str, float],
@@ -255,14 +288,26 @@ def gate(
     alpha: float = 0.05,
     resamples: int = 10_000,
     seed: int = 0,
+    require: str = "auto",
 ) -> GateResult:
-    """Fail when a metric worsens by more than its allowance and the change is significant.
+    """Fail when a metric worsens by more than its allowance, and (``require``):
+
+    - ``significant``: only when the worsening is also significant (Holm over the gated
+      metrics) — a noisy tier cannot fail the gate by chance, but a tier too small to detect
+      the allowance can never fail it;
+    - ``drop``: on the observed worsening alone;
+    - ``auto`` (default): per metric, ``significant`` when the compared queries can detect the
+      allowed drop (its minimum detectable effect at 80 % power, at the strictest Holm level,
+      is within the allowance), ``drop`` otherwise; such a metric gets a warning naming the
+      detectable effect and the queries needed.
 
     Worse means lower, except for the metrics where lower is better (``over_refusal``,
     ``answered_unanswerable``), where a rise is the regression.
     """
+    if require not in REQUIRE:
+        raise UnknownNameError("gate rule", require, list(REQUIRE))
     result = compare(
-        store,
+        runs_dir,
         [baseline, candidate],
         slice_by=None,
         metrics=list(max_drops),
@@ -271,52 +316,82 @@ def gate(
         resamples=resamples,
         seed=seed,
     )
-    rows = []
+    strictest = _z_power(alpha / len(max_drops)) / _z_power(alpha)
+    rows, warnings = [], []
     for _, row in result.rows.iterrows():
-        allowed = max_drops[row["metric"]]
-        drop = row["delta"] if row["metric"] in LOWER_IS_BETTER else -row["delta"]
-        if drop > allowed and row["p_adjusted"] < alpha:
-            verdict, reason = (
-                "fail",
-                f"worsened by {drop:.4f} > {allowed}, significant (p_adj {row['p_adjusted']:.4f})",
-            )
-        elif drop > allowed:
-            verdict, reason = (
-                "pass",
-                f"worsened by {drop:.4f} > {allowed} but not significant "
-                f"(p_adj {row['p_adjusted']:.4f})",
-            )
-        else:
-            verdict, reason = (
-                "pass",
-                f"worsened by {max(drop, 0.0):.4f}, within the allowed {allowed}",
-            )
+        metric, allowed = row["metric"], max_drops[row["metric"]]
+        mde = row["mde"] * strictest
+        detectable = bool(np.isfinite(mde) and mde <= allowed)
+        rule = require if require != "auto" else ("significant" if detectable else "drop")
+        if not detectable:
+            warnings.append(_power_warning(metric, row, mde, allowed, strictest, rule))
+        drop = row["delta"] if metric in LOWER_IS_BETTER else -row["delta"]
+        significant = bool(row["p_adjusted"] < alpha)
+        failed = drop > allowed and (rule == "drop" or significant)
         rows.append(
             {
-                "metric": row["metric"],
+                "metric": metric,
                 "mean_a": row["mean_a"],
                 "mean_b": row["mean_b"],
                 "delta": row["delta"],
                 "allowed_drop": allowed,
                 "p_adjusted": row["p_adjusted"],
                 "n": row["n"],
-                "verdict": verdict,
-                "reason": reason,
+                "mde": mde,
+                "rule": rule,
+                "verdict": "fail" if failed else "pass",
+                "reason": _gate_reason(drop, allowed, significant, row["p_adjusted"], rule),
             }
         )
     table = pd.DataFrame(rows)
-    return GateResult(bool((table["verdict"] == "pass").all()), table)
+    return GateResult(bool((table["verdict"] == "pass").all()), table, warnings)
+
+
+def _z_power(alpha: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / 2) + norm.ppf(0.8))
+
+
+def _gate_reason(drop: float, allowed: float, significant: bool, p_adj: float, rule: str) -> str:
+    if drop < -TIE:
+        return f"improved by {-drop:.4f}"
+    if drop <= TIE:
+        return "unchanged"
+    if drop <= allowed:
+        return f"worsened by {drop:.4f}, within the allowed {allowed:g}"
+    if rule == "drop":
+        return f"worsened by {drop:.4f} > {allowed:g} (failing on the drop: see the warning)"
+    if significant:
+        return f"worsened by {drop:.4f} > {allowed:g}, significant (p_adj {p_adj:.4f})"
+    return f"worsened by {drop:.4f} > {allowed:g} but not significant (p_adj {p_adj:.4f})"
+
+
+def _power_warning(metric, row, mde: float, allowed: float, strictest: float, rule: str) -> str:
+    n = int(row["n"])
+    if np.isfinite(mde) and allowed > 0:
+        spread = row["mde"] * np.sqrt(n) / _z_power(0.05) if n > 1 else float("nan")
+        needed = int(np.ceil((_z_power(0.05) * strictest * spread / allowed) ** 2))
+        size = f"detect a change of {mde:.4f} at 80 % power, not {allowed:g} (~{needed} would)"
+    else:
+        size = f"cannot detect a drop of {allowed:g}"
+    then = (
+        "the gate fails on the observed drop alone"
+        if rule == "drop"
+        else "a drop of that size cannot fail the gate"
+    )
+    return f"{metric}: {n} paired queries {size}; {then}"
 
 
 # --- per-query diff -----------------------------------------------------------------------
 
 
-def previous_run(store: Store, run: StoredRun) -> StoredRun:
+def previous_run(store: RunStore, run: StoredRun) -> StoredRun:
     """The latest earlier run of the same variant on the same dataset."""
     created = (run.manifest.get("created_at", ""), run.run_id)
     earlier = [
         r
-        for r in store.runs
+        for r in store.list()
         if r.variant == run.variant
         and r.dataset_sha256 == run.dataset_sha256
         and (r.manifest.get("created_at", ""), r.run_id) < created
@@ -347,11 +422,16 @@ def _relevant_top(con, run_id: str, k: int) -> dict[str, dict[str, int]]:
 
 
 def diff(
-    store: Store, ref: str, against: str = "previous", metric: str = "ndcg@10", top: int = 20
+    runs_dir: str | Path | RunStore | None,
+    ref: str,
+    against: str = "previous",
+    metric: str = "ndcg@10",
+    top: int = 20,
 ) -> pd.DataFrame:
     """The queries that got worse and better on ``metric``, with what changed in between."""
     if top < 1:
         raise UsageError(f"--top {top} is below 1", "e.g. --top 20")
+    store = open_runs(runs_dir)
     new = store.get(ref)
     old = previous_run(store, new) if against == "previous" else store.get(against)
     if old.run_id == new.run_id:

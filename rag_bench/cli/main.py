@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 
 from rag_bench import __version__
@@ -106,18 +109,38 @@ def _cutoffs(value: str) -> list[int]:
         ) from None
 
 
+PROGRESS_EVERY_S = 10.0  # off a terminal (a CI log), one progress line at most this often
+
+
 def _progress(label: str):
-    """A progress bar on a terminal; nothing otherwise."""
+    """A progress bar on a terminal; elsewhere a line on stderr every ``PROGRESS_EVERY_S``."""
     import sys
 
-    if not sys.stderr.isatty():
-        return None
+    if sys.stderr.isatty():
 
-    def wrap(items):
-        with click.progressbar(items, label=label, file=sys.stderr) as bar:
-            yield from bar
+        def bar(items):
+            with click.progressbar(items, label=label, file=sys.stderr) as shown:
+                yield from shown
 
-    return wrap
+        return bar
+
+    def lines(items):
+        import time
+
+        total = len(items) if hasattr(items, "__len__") else None
+        started = last = time.monotonic()
+        for done, item in enumerate(items, start=1):
+            yield item
+            now = time.monotonic()
+            if now - last >= PROGRESS_EVERY_S:
+                of = f"/{total}" if total is not None else ""
+                click.echo(
+                    f"rag-bench: {label}: {done}{of} blocks answered, {now - started:.0f} s",
+                    err=True,
+                )
+                last = now
+
+    return lines
 
 
 @cli.command("run")
@@ -159,6 +182,14 @@ def _progress(label: str):
     metavar="SLOT.PARAM=VALUE",
     help="Override a component parameter, e.g. retriever.k1=1.2 or chunker.name=none.",
 )
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="slot.param=V1,V2,…",
+    help="Run the variant at every combination of these values and compare the runs "
+    "(repeatable: a grid).",
+)
 @click.option("--judge", default=None, help="Judge of the claims (same as --set judge.name=NAME).")
 @click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
 @click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
@@ -191,6 +222,7 @@ def run_command(
     ks,
     depth,
     overrides,
+    sweeps,
     judge,
     tag,
     sample,
@@ -219,7 +251,14 @@ def run_command(
         raise SystemExit(interrupted_status(signals)) from None
     from rag_bench.cli.views import run_summary
 
-    click.echo(run_summary(results, fmt))
+    if not sweeps:
+        click.echo(run_summary(results, fmt))
+        return
+    from rag_bench.analysis.compare import compare
+    from rag_bench.cli.views import comparison_output
+
+    comparison = compare(open_store(runs_dir), [r.run_id for r in results], resamples=2_000)
+    click.echo(comparison_output(comparison, fmt))
 
 
 RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tag", "sample", "seed", "split")
@@ -235,6 +274,13 @@ def _run_or_resume(ctx: click.Context, results: list) -> None:
         _run_with(ctx, results, executor)
     finally:
         executor.close()
+
+
+def _stored(result, results: list) -> None:
+    """Say where a finished run was stored, and keep it for the summary."""
+    shown = f"stored run {result.run_id} ({len(result.queries)} queries) in {result.store}"
+    click.echo(shown, err=True)
+    results.append(result)
 
 
 def _run_with(ctx: click.Context, results: list, executor) -> None:
@@ -269,22 +315,24 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             progress=_progress("resume"),
             executor=executor,
         )
-        click.echo(
-            f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
-        )
-        results.append(result)
+        _stored(result, results)
         return
     if not variants:
         raise UserMistake(
             UsageError("no --variant given", "e.g. --variant baseline, or --resume RUN_ID")
         )
-    names = list(registry().variants) if variants.strip() == "all" else _split(variants)
+    names = _split(variants)
+    if variants.strip() == "all":  # every variant that needs nothing but the dataset
+        names = [n for n, spec in registry().variants.items() if spec.service is None]
     for name in names:
         registry().variant(name)  # fail on a misspelt name before any work
     data = load_dataset(p["dataset"], split=p["split"])
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
     selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
+    if p["sweeps"]:
+        _sweep(p, names, data, overrides, selection, executor, results)
+        return
     for name in names:
         result = run_variant(
             name,
@@ -297,10 +345,32 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             progress=_progress(name),
             executor=executor,
         )
-        click.echo(
-            f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
-        )
+        _stored(result, results)
+
+
+def _sweep(p: dict, names: list[str], data, overrides, selection, executor, results) -> None:
+    from rag_bench.experiment.sweep import run_sweep
+
+    if len(names) != 1:
+        raise UserMistake(UsageError("--sweep runs one variant", "give one --variant"))
+
+    def stored(result) -> None:
+        click.echo(f"stored run {result.run_id} ({result.manifest['name']})", err=True)
         results.append(result)
+
+    run_sweep(
+        names[0],
+        p["sweeps"],
+        data,
+        overrides=overrides,
+        on_stored=stored,
+        ks=_cutoffs(p["ks"]),
+        depth=p["depth"],
+        selection=selection,
+        runs_dir=p["runs_dir"],
+        progress=_progress(names[0]),
+        executor=executor,
+    )
 
 
 @cli.command("variants")
@@ -349,9 +419,7 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
 
     claims = None
     if run_ref:
-        from rag_bench.runs.store import read_table
-
-        claims = read_table(open_store(runs_dir).get(run_ref).path, "claims")
+        claims = open_store(runs_dir).claims([run_ref])
     report = assess_judge(load_dataset(dataset), judge, overrides, claims, alpha)
     click.echo(agreement_output(report, fmt))
 
@@ -406,12 +474,12 @@ def runs_command(variant, upgrade, runs_dir, fmt):
     from rag_bench.cli.render import render
     from rag_bench.cli.views import runs_table
 
+    store = open_store(runs_dir)
     if upgrade:
-        from rag_bench.runs.upgrade import upgrade_runs
-
-        for run_id in upgrade_runs(runs_dir):
+        for run_id in store.upgrade():
             click.echo(f"upgraded run {run_id}", err=True)
-    click.echo(render(runs_table(open_store(runs_dir, warn=True), variant), fmt))
+    warn_broken(store)
+    click.echo(render(runs_table(store, variant), fmt))
 
 
 @cli.command("show")
@@ -443,18 +511,15 @@ def show_command(run, slice_by, metrics, runs_dir, fmt):
 @runs_dir_option()
 def rm_command(runs, yes, runs_dir):
     """Delete runs (the only command that deletes anything)."""
-    from rag_bench.runs.store import remove_run
-
     store = open_store(runs_dir)
-    chosen = list(dict.fromkeys(store.folder(ref) for ref in runs))
-    names = ", ".join(folder.name for folder in chosen)
+    chosen = list(dict.fromkeys(store.resolve(ref, include_broken=True) for ref in runs))
     if not yes and not click.confirm(
-        f"Delete {len(chosen)} run(s): {names}?", default=False, err=True
+        f"Delete {len(chosen)} run(s): {', '.join(chosen)}?", default=False, err=True
     ):
         raise click.Abort()
-    for folder in chosen:
-        remove_run(folder)
-        click.echo(f"deleted {folder.name}", err=True)
+    for run_id in chosen:
+        store.remove(run_id)
+        click.echo(f"deleted {run_id}", err=True)
 
 
 @cli.command("compare")
@@ -471,10 +536,17 @@ def rm_command(runs, yes, runs_dir):
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--allow-mismatch", is_flag=True, help="Compare runs made on different datasets.")
+@click.option(
+    "--mde",
+    type=float,
+    default=None,
+    metavar="DELTA",
+    help="Also give, per row, the queries needed to detect a delta of DELTA (80 % power).",
+)
 @runs_dir_option()
 @format_option(ALL_FORMATS)
 def compare_command(
-    runs, slice_by, metrics, test, alpha, resamples, seed, allow_mismatch, runs_dir, fmt
+    runs, slice_by, metrics, test, alpha, resamples, seed, allow_mismatch, mde, runs_dir, fmt
 ):
     """Compare runs with paired significance tests; the first run is the baseline."""
     from rag_bench.analysis.compare import compare
@@ -490,6 +562,7 @@ def compare_command(
         resamples=resamples,
         seed=seed,
         allow_mismatch=allow_mismatch,
+        mde=mde,
     )
     click.echo(comparison_output(result, fmt))
 
@@ -525,12 +598,20 @@ def diff_command(run, against, metric, top, runs_dir, fmt):
     metavar="METRIC=AMOUNT",
     help="Largest tolerated drop, e.g. recall@10=0.02 (repeatable).",
 )
+@click.option(
+    "--require",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "significant", "drop"]),
+    help="Fail on a drop beyond the allowance when it is significant, on the drop alone, or "
+    "(auto) significant where the queries can detect the allowance and the drop elsewhere.",
+)
 @significance_options
 @click.option("--seed", type=int, default=0, show_default=True)
 @runs_dir_option()
 @format_option(ALL_FORMATS)
-def gate_command(candidate, baseline, max_drops, test, alpha, seed, runs_dir, fmt):
-    """Exit 1 when the candidate drops significantly by more than allowed (for CI)."""
+def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
+    """Exit 1 when the candidate drops by more than allowed (for CI)."""
     from rag_bench.analysis.compare import gate, parse_drops
     from rag_bench.cli.render import render
 
@@ -542,7 +623,10 @@ def gate_command(candidate, baseline, max_drops, test, alpha, seed, runs_dir, fm
         test=test,
         alpha=alpha,
         seed=seed,
+        require=require,
     )
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     click.echo(render(result.rows, fmt))
     click.echo("gate: " + ("passed" if result.passed else "FAILED"), err=True)
     if not result.passed:
@@ -561,13 +645,19 @@ def sql_command(query, schema, allow_files, runs_dir, fmt):
     """Read-only SQL over the views runs, queries, metrics, retrieved and claims."""
     from rag_bench.cli.render import render
 
-    store = open_store(runs_dir, warn=True)
+    store = open_store(runs_dir)
+    warn_broken(store)
     if schema:
         click.echo(render(store.schema(), fmt))
         return
     if not query:
         raise UserMistake(UsageError("no query given", 'e.g. rag-bench sql "SELECT * FROM runs"'))
-    click.echo(render(store.sql(query, allow_files=allow_files), fmt))
+    try:
+        found = store.sql(query, allow_files=allow_files)
+    except KeyboardInterrupt:
+        click.echo("interrupted; nothing was changed", err=True)
+        raise SystemExit(130) from None
+    click.echo(render(found, fmt))
 
 
 @cli.command("report")
@@ -617,15 +707,118 @@ def report_command(
     click.echo(f"wrote {output}", err=True)
 
 
-def open_store(runs_dir: str | None, warn: bool = False):
-    """The runs folder; ``warn`` reports each unreadable run (for commands spanning all runs)."""
-    from rag_bench.runs.reader import Store
+@cli.command("import")
+@click.argument("outputs", type=click.Path(dir_okay=False))
+@click.option(
+    "--dataset",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The dataset the system answered (default: the shipped kestrel-kb).",
+)
+@click.option("--name", required=True, help="The variant name the run is stored under.")
+@click.option("--judge", default="lexical", show_default=True, help="Judge of the claims.")
+@click.option("--note", default=None, help="A note kept in the run's manifest.")
+@click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def import_command(outputs, dataset, name, judge, note, ks, runs_dir, fmt):
+    """Score a system's outputs (JSONL, CSV or Parquet: per query what it retrieved and
+    answered) like a pipeline run, and store them as a run."""
+    from rag_bench.cli.views import run_summary
+    from rag_bench.experiment.importer import import_outputs
 
-    store = Store.open(runs_dir)
-    if warn:
-        for problem in store.broken.values():
-            click.echo(f"warning: skipped: {problem}", err=True)
-    return store
+    result, read = import_outputs(
+        outputs, dataset, name=name, judge=judge, note=note, ks=_cutoffs(ks), runs_dir=runs_dir
+    )
+    if read.missing:
+        shown = ", ".join(read.missing[:5]) + (" …" if len(read.missing) > 5 else "")
+        click.echo(
+            f"warning: {len(read.missing)} evaluated queries have no record in {outputs} and are "
+            f"left out: {shown}",
+            err=True,
+        )
+    click.echo(f"stored run {result.run_id} ({len(read.answers)} queries)", err=True)
+    click.echo(run_summary([result], fmt))
+
+
+@cli.command("export")
+@click.argument("run")
+@click.option(
+    "--format",
+    "fmt",
+    default="trec",
+    show_default=True,
+    type=click.Choice(["trec", "jsonl", "parquet"]),
+    help="trec: a run file for trec_eval; jsonl/parquet: outputs records for `rag-bench import`.",
+)
+@click.option(
+    "--stage", default="documents", show_default=True, help="The ranking a TREC file holds."
+)
+@click.option(
+    "--dataset",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The run's dataset, for the passages' texts (default: where the run read it).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Default: stdout (trec, jsonl).",
+)
+@runs_dir_option()
+def export_command(run, fmt, stage, dataset, output, runs_dir):
+    """Export a run's rankings as a TREC run file, or its outputs for `rag-bench import`."""
+    from rag_bench.analysis.export import outputs_records, passage_texts, trec_lines
+
+    store = open_store(runs_dir)
+    stored = store.get(run)
+    retrieved = store.retrieved([stored.run_id])
+    if fmt == "trec":
+        text = "\n".join(trec_lines(retrieved, stored.run_id, stage)) + "\n"
+        return _emit(text.encode(), output)
+    from rag_bench.data.dataset import load_dataset
+
+    data = load_dataset(dataset or stored.manifest["dataset"]["path"])
+    records = outputs_records(
+        stored.manifest,
+        store.queries([stored.run_id]),
+        retrieved,
+        passage_texts(stored.manifest, data),
+    )
+    if fmt == "jsonl":
+        body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        return _emit(body.encode(), output)
+    if output is None:
+        raise UserMistake(UsageError("Parquet is not written to a terminal", "give -o FILE"))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(records), output)
+
+
+def _emit(data: bytes, output: str | None) -> None:
+    if output is None:
+        click.echo(data.decode(), nl=False)
+    else:
+        Path(output).write_bytes(data)
+
+
+def open_store(runs_dir: str | None):
+    """The run store of ``--runs-dir`` (a path or URL; unset: the default runs folder)."""
+    from rag_bench.runs import open_runs
+
+    return open_runs(runs_dir)
+
+
+def warn_broken(store) -> None:
+    """Report a missing runs folder, and each unreadable run once (for the commands that span
+    all runs)."""
+    if not store.exists:
+        click.echo(f"warning: there is no runs folder {store} (nothing stored yet)", err=True)
+    for problem in store.broken.values():
+        click.echo(f"warning: skipped: {problem}", err=True)
 
 
 def main() -> None:

@@ -155,10 +155,8 @@ def _slices(metrics: pd.DataFrame, queries: pd.DataFrame, slice_by: str) -> pd.D
 
 
 def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
-    from rag_bench.runs.store import read_table
-
-    frame = read_table(run.path, "metrics")
-    queries = read_table(run.path, "queries")
+    frame = store.metrics([run.run_id])
+    queries = store.queries([run.run_id])
     names = metrics or headline_metrics(run.manifest.get("ks", [10]))
     known = set(frame["metric"])
     for name in names:
@@ -189,12 +187,15 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
 
 
 def comparison_output(result, fmt: str) -> str:
+    """The comparison as a table (metrics constant throughout collapsed to one line each), or
+    every row as json / csv / markdown."""
     rows = result.rows
     if fmt == "json":
         return to_json(as_records(rows))
     if fmt == "csv":
         return render(rows, fmt)
-    shown = rows.drop(columns=["run_a"]).copy()
+    constant = result.constant if fmt == "table" else {}
+    shown = rows[~rows["metric"].isin(list(constant))].drop(columns=["run_a"]).copy()
     shown["sig"] = np.where(shown["significant"], "*", "")
     shown = shown.drop(columns=["significant"])
     pairs = ", ".join(f"{run}: {n} queries paired" for run, n in result.n_paired.items())
@@ -202,4 +203,8 @@ def comparison_output(result, fmt: str) -> str:
         f"baseline {rows['run_a'].iloc[0]}; {pairs}; {result.test} test, "
         f"Holm-adjusted, * = p_adjusted < {result.alpha}"
     )
-    return head + "\n\n" + render(shown, fmt)
+    same = [
+        f"{metric}: {value:g} in every query of every run" for metric, value in constant.items()
+    ]
+    body = render(shown, fmt) if len(shown) else "(every compared metric is constant)"
+    return "\n".join([head, *same, "", body])

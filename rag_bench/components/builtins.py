@@ -16,10 +16,11 @@ def components() -> list[ComponentSpec]:
         ExtractiveGenerator,
         RecordedGenerator,
     )
+    from rag_bench.components.http_system import HTTPSystemGenerator, HTTPSystemRetriever
     from rag_bench.components.judges import AnnotatedJudge, LexicalJudge
     from rag_bench.components.openai.components import OpenAIEncoder, OpenAIGenerator
     from rag_bench.components.openai.judge import LLMJudge
-    from rag_bench.components.recorded import RecordedRetriever
+    from rag_bench.components.recorded import RecordedChunker, RecordedRetriever
     from rag_bench.components.rerank import LearnedReranker, ProximityReranker
     from rag_bench.components.sentence_transformers import (
         CrossEncoderReranker,
@@ -35,8 +36,10 @@ def components() -> list[ComponentSpec]:
         FixedChunker,
         RecursiveChunker,
         WholeDocument,
+        RecordedChunker,
         BM25Retriever,
         RecordedRetriever,
+        HTTPSystemRetriever,
         LSAEncoder,
         OpenAIEncoder,
         SentenceTransformerEncoder,
@@ -49,6 +52,7 @@ def components() -> list[ComponentSpec]:
         DelayedGenerator,
         RecordedGenerator,
         OpenAIGenerator,
+        HTTPSystemGenerator,
         LexicalJudge,
         AnnotatedJudge,
         LLMJudge,
@@ -84,5 +88,15 @@ def variants() -> list[VariantSpec]:
                 "judge": {"name": "annotated"},
             },
             "rankings and answers replayed from the dataset's answers.jsonl",
+        ),
+        VariantSpec(
+            "http",
+            {
+                "chunker": {"name": "none"},
+                "retriever": {"name": "http"},
+                "generator": {"name": "http"},
+            },
+            "your own RAG service, called over HTTP ($RAG_SYSTEM_URL)",
+            service="the RAG service at $RAG_SYSTEM_URL",
         ),
     ]

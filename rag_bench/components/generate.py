@@ -158,8 +158,19 @@ class DelayedGenerator(ExtractiveGenerator):
         return super().generate(query, context)
 
 
-@component("generator", "recorded", description="replays the answers recorded in answers.jsonl")
+@component(
+    "generator",
+    "recorded",
+    description="replays the answers recorded in answers.jsonl",
+    context_k=None,
+)
 class RecordedGenerator:
+    """The recorded answer; ``context_k`` is how many of the recorded passages the system's
+    generator saw (None: all of them), which decides what its claims are judged against."""
+
+    def __init__(self, context_k: int | None = None):
+        self.context_k = context_k
+
     def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         self.answers = dataset.answers
 

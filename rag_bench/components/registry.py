@@ -54,6 +54,7 @@ class VariantSpec:
     slots: dict[str, dict[str, Any]]
     description: str = ""
     origin: str = "?"
+    service: str | None = None  # what it calls outside the dataset; `--variant all` skips it
 
 
 def component(

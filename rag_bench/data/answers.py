@@ -10,6 +10,7 @@ from pathlib import Path
 from rag_bench.errors import DataError
 from rag_bench.io.jsonl import field as get
 from rag_bench.io.jsonl import read_jsonl
+from rag_bench.model import Chunk
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,12 @@ class RecordedAnswer:
     answer: str
     claims: tuple[LabelledClaim, ...]
     expected_failure_class: str | None = None
+    # from an imported outputs file: the retrieved passages (aligned with ``ranking``, empty
+    # when only ids were given), their scores, and what answering cost
+    passages: tuple[Chunk, ...] = ()
+    scores: tuple[float, ...] | None = None
+    latency_ms: float | None = None
+    cost_usd: float | None = None
 
 
 def _doc_list(

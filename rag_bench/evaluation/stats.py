@@ -169,3 +169,34 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
         running = max(running, min(1.0, (m - rank) * p[i]))
         adjusted[i] = running
     return adjusted
+
+
+POWER = 0.8  # the conventional power for planning a comparison
+
+
+def minimum_detectable_effect(d: np.ndarray, alpha: float = 0.05, power: float = POWER) -> float:
+    """The smallest mean paired difference a two-sided test at ``alpha`` detects with
+    ``power``, for these pairs' count and spread: (z₁₋α/₂ + z_power) · sd(d) / √n (the normal
+    approximation of the paired t-test). NaN with fewer than two pairs."""
+    from scipy.stats import norm
+
+    d = np.asarray(d, dtype=float)
+    if len(d) < 2:
+        return float("nan")
+    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    return float(z * d.std(ddof=1) / np.sqrt(len(d)))
+
+
+def queries_needed(
+    d: np.ndarray, effect: float, alpha: float = 0.05, power: float = POWER
+) -> int | None:
+    """How many paired queries, spread like these, a test at ``alpha`` needs to detect a mean
+    difference of ``effect`` with ``power``. None when the spread is unknown (under two pairs);
+    2 when the pairs do not vary at all."""
+    from scipy.stats import norm
+
+    d = np.asarray(d, dtype=float)
+    if len(d) < 2:
+        return None
+    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    return max(2, int(np.ceil((z * d.std(ddof=1) / abs(effect)) ** 2)))

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import pandas as pd
 
+CATEGORY_ORDER = ("literal", "paraphrase", "multi-hop", "unanswerable")
+
+
+def slice_order(labels) -> list[str]:
+    """Slices in reading order: the built-in categories as the seeds order them, then the rest
+    alphabetically."""
+    labels = set(labels)
+    known = [c for c in CATEGORY_ORDER if c in labels]
+    return known + sorted(labels - set(known))
+
 
 def slice_means(metrics: pd.DataFrame, names, by: str = "category") -> pd.DataFrame:
-    """Mean of each metric per slice over defined values, an ``all`` row, and n per slice."""
+    """Mean of each metric per slice over defined values, and n per slice; the ``all`` row first,
+    as in compare, then the slices in :func:`slice_order`."""
     chosen = metrics[metrics["metric"].isin(list(names))]
     table = chosen.pivot_table(
         index=by, columns="metric", values="value", aggfunc="mean", dropna=False
@@ -15,7 +26,8 @@ def slice_means(metrics: pd.DataFrame, names, by: str = "category") -> pd.DataFr
     table.loc["all"] = overall
     counts = metrics.groupby(by)["query_id"].nunique()
     counts.loc["all"] = metrics["query_id"].nunique()
-    table = table.reindex(columns=[n for n in names if n in table.columns])
+    order = ["all", *slice_order(str(s) for s in table.index if s != "all")]
+    table = table.reindex(index=order, columns=[n for n in names if n in table.columns])
     table.insert(0, "n", counts.reindex(table.index).astype(int))
     return table.reset_index().rename(columns={by: by})
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench import __version__
-from rag_bench.components.registry import registry, resolve
+from rag_bench.components.registry import VariantSpec, registry, resolve
 from rag_bench.data.dataset import Dataset, load_dataset
 from rag_bench.errors import DataError, RagBenchError, UsageError
 from rag_bench.experiment.provenance import git_commit, package_versions
@@ -36,17 +36,14 @@ from rag_bench.io.cache import Cache, default_cache_dir
 from rag_bench.model import Query
 from rag_bench.pipeline.compose import IndexReport, Pipeline
 from rag_bench.pipeline.executors import Executor, LocalExecutor
-from rag_bench.runs.store import (
+from rag_bench.runs import (
     SCHEMA_VERSION,
     Checkpoint,
+    RunLocation,
+    RunStore,
+    StoredRun,
     WriteError,
-    acquire_run_id,
-    default_runs_dir,
-    is_stored,
-    release_run_id,
-    reserve_run_id,
-    runs_folder,
-    write_run,
+    open_runs,
 )
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -54,12 +51,25 @@ DEFAULT_KS = (1, 3, 5, 10, 20, 100)
 
 @dataclass
 class RunResult:
-    """A stored run: its id, folder, manifest and trace tables as DataFrames."""
+    """A stored run: the store it is in, the run (id, location, manifest) and its trace tables
+    as DataFrames."""
 
-    run_id: str
-    path: Path
-    manifest: dict
+    store: RunStore
+    run: StoredRun
     tables: dict[str, pd.DataFrame] = field(repr=False)
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def manifest(self) -> dict:
+        return self.run.manifest
+
+    @property
+    def location(self) -> RunLocation:
+        """Where its manifest and table partitions are."""
+        return self.run.location
 
     @property
     def metrics(self) -> pd.DataFrame:
@@ -115,9 +125,9 @@ class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C (or ``kill``) during a run, with what was kept: nothing, a resumable checkpoint of
     ``checkpointed`` of ``total`` queries, or (when it came too late) the stored run."""
 
-    def __init__(self, run_id: str, runs_dir: Path, checkpointed: int, total: int, stored: bool):
+    def __init__(self, run_id: str, store: RunStore, checkpointed: int, total: int, stored: bool):
         super().__init__(run_id)
-        self.run_id, self.runs_dir = run_id, runs_dir
+        self.run_id, self.store = run_id, store
         self.checkpointed, self.total, self.stored = checkpointed, total, stored
 
     def message(self) -> str:
@@ -127,15 +137,15 @@ class RunInterrupted(KeyboardInterrupt):
             return (
                 f"interrupted; run {self.run_id} not stored, {self.checkpointed} of "
                 f"{self.total} queries checkpointed; resume with: "
-                f"{resume_command(self.run_id, self.runs_dir)}"
+                f"{resume_command(self.run_id, self.store)}"
             )
         return "interrupted; nothing stored"
 
 
-def resume_command(run_id: str, runs_dir: Path) -> str:
+def resume_command(run_id: str, store: RunStore) -> str:
     command = f"rag-bench run --resume {run_id}"
-    if runs_folder(runs_dir) != default_runs_dir():
-        command += f" --runs-dir {shlex.quote(str(runs_dir))}"
+    if not store.is_default:
+        command += f" --runs-dir {shlex.quote(str(store))}"
     return command
 
 
@@ -178,19 +188,24 @@ def interrupted_status(received: Sequence[int]) -> int:
 
 
 def run_variant(
-    variant: str,
+    variant: str | VariantSpec,
     dataset: Dataset | str | Path | None = None,
     *,
     overrides: Sequence[str] = (),
     ks: Sequence[int] = DEFAULT_KS,
     depth: int = 100,
     selection: Selection = Selection(),
-    runs_dir: str | Path | None = None,
+    runs_dir: str | Path | RunStore | None = None,
     cache_dir: str | Path | None = None,
     progress: Callable[[Iterable], Iterable] | None = None,
     executor: Executor | None = None,
+    annotations: dict | None = None,
 ) -> RunResult:
-    """Run ``variant`` over ``dataset``, store the traces under ``runs_dir`` and return them.
+    """Run ``variant`` over ``dataset``, store the traces under ``runs_dir`` (a path, URL or
+    :class:`RunStore`; None: the default runs folder) and return them.
+
+    ``variant`` is a registered variant's name or a :class:`VariantSpec` composed on the spot
+    (an import is one); ``annotations`` are extra manifest fields (where the outputs came from).
 
     The per-query work (and embedding the corpus with a stateless encoder) goes through
     ``executor`` (default: this process, one block at a time); the traces are the same
@@ -203,13 +218,13 @@ def run_variant(
     created = datetime.now(timezone.utc)
     ks = _check_ks(ks)
     _check_depth(depth, ks)
-    spec = registry().variant(variant)
+    spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
     resolved = resolve(spec, overrides)
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     chosen = selection.apply(data.queries)
-    runs_path = runs_folder(runs_dir)
-    run_id = reserve_run_id(runs_path, variant, created)
+    store = open_runs(runs_dir)
+    run_id = store.reserve_run_id(spec.name, created)
     header = {
         "format": 1,
         "variant": spec.name,
@@ -226,9 +241,10 @@ def run_variant(
         "selection": {"tag": selection.tag, "sample": selection.sample, "seed": selection.seed},
         "created_at": created.isoformat(timespec="microseconds"),
         "rag_bench_version": __version__,
+        "annotations": dict(annotations or {}),
     }
     return _execute(
-        _Plan(run_id, runs_path, spec, resolved, data, ks, depth, selection, created, header),
+        _Plan(run_id, store, spec, resolved, data, ks, depth, selection, created, header),
         pipeline,
         chosen,
         started,
@@ -241,7 +257,7 @@ def run_variant(
 def resume_run(
     ref: str,
     *,
-    runs_dir: str | Path | None = None,
+    runs_dir: str | Path | RunStore | None = None,
     variant: str | None = None,
     dataset: Dataset | str | Path | None = None,
     split: str | None = None,
@@ -261,13 +277,12 @@ def resume_run(
     without a checkpointed answer are generated and judged.
     """
     started = time.perf_counter()
-    runs_path = runs_folder(runs_dir)
-    found = Checkpoint.find(runs_path, ref)
-    runs_path, run_id = found.runs_dir, found.run_id
-    acquire_run_id(runs_path, run_id)
+    store, found = open_runs(runs_dir).find_checkpoint(ref)
+    run_id = found.run_id
+    store.acquire_run_id(run_id)
     try:
-        checkpoint = Checkpoint.open(found.folder)  # re-read now that nobody else writes it
-        if is_stored(runs_path, run_id):
+        checkpoint = found.reread()  # now that nobody else writes it
+        if store.is_stored(run_id):
             checkpoint.remove()
             raise RagBenchError(
                 f"run {run_id} is complete: there is nothing to resume",
@@ -292,10 +307,10 @@ def resume_run(
         created = datetime.fromisoformat(header["created_at"])
         ks_ = tuple(header["ks"])
         plan = _Plan(
-            run_id, runs_path, spec, resolved, data, ks_, header["depth"], wanted, created, header
+            run_id, store, spec, resolved, data, ks_, header["depth"], wanted, created, header
         )
     except BaseException:
-        release_run_id(runs_path, run_id)
+        store.release_run_id(run_id)
         raise
     return _execute(plan, pipeline, chosen, started, progress, checkpoint, executor)
 
@@ -303,7 +318,7 @@ def resume_run(
 @dataclass
 class _Plan:
     run_id: str
-    runs_dir: Path
+    store: RunStore
     spec: Any
     resolved: dict
     data: Dataset
@@ -362,8 +377,8 @@ def _execute(
     executor: Executor | None = None,
 ) -> RunResult:
     """Index, answer (checkpointed), evaluate and store one run whose id this process holds."""
-    run_id, runs_path, data = plan.run_id, plan.runs_dir, plan.data
-    checkpoint, path, total, resumable = prior, None, len(chosen), True
+    run_id, store, data = plan.run_id, plan.store, plan.data
+    checkpoint, stored_run, total, resumable = prior, None, len(chosen), True
     executor = executor or LocalExecutor()
     try:
         report = pipeline.index(data, executor)
@@ -382,9 +397,7 @@ def _execute(
             )
         queries = [data.queries[q] for q in query_ids]
         if checkpoint is None:
-            checkpoint = Checkpoint.create(
-                runs_path, run_id, {**plan.header, "query_ids": query_ids}
-            )
+            checkpoint = store.create_checkpoint(run_id, {**plan.header, "query_ids": query_ids})
         saver = _Saver(checkpoint, pipeline, started)
         results = pipeline.answer(queries, plan.depth, progress, saver, executor)
         tables = build_traces(
@@ -410,6 +423,7 @@ def _execute(
             plan.created,
             started,
         )
+        manifest.update(plan.header.get("annotations", {}))
         manifest["executor"] = executor.describe()
         manifest["usage"] = saver.usage()
         manifest["duration_s"] = saver.elapsed()
@@ -418,30 +432,30 @@ def _execute(
                 "at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
                 "queries_from_checkpoint": saver.reused,
             }
-        path = write_run(runs_path, run_id, manifest, tables)
+        stored_run = store.write_run(run_id, manifest, tables)
     except KeyboardInterrupt:
-        stored = is_stored(runs_path, run_id)
+        stored = store.is_stored(run_id)
         kept = len(checkpoint) if checkpoint is not None else 0
-        raise RunInterrupted(run_id, runs_path, kept, total, stored) from None
+        raise RunInterrupted(run_id, store, kept, total, stored) from None
     except RagBenchError as error:
-        stored = is_stored(runs_path, run_id)
+        stored = store.is_stored(run_id)
         if resumable and checkpoint is not None and len(checkpoint) and not stored:
-            error.hint = _resume_hint(error, checkpoint, total)
+            error.hint = _resume_hint(error, store, checkpoint, total)
         raise
     finally:
         if checkpoint is not None and (
-            path is not None or is_stored(runs_path, run_id) or not len(checkpoint)
+            stored_run is not None or store.is_stored(run_id) or not len(checkpoint)
         ):
             checkpoint.remove()
-        release_run_id(runs_path, run_id)
-    return RunResult(run_id, path, manifest, tables)
+        store.release_run_id(run_id)
+    return RunResult(store, stored_run, tables)
 
 
-def _resume_hint(error: RagBenchError, checkpoint: Checkpoint, total: int) -> str:
-    command = f"`{resume_command(checkpoint.run_id, checkpoint.runs_dir)}`"
+def _resume_hint(error: RagBenchError, store: RunStore, checkpoint: Checkpoint, total: int) -> str:
+    command = f"`{resume_command(checkpoint.run_id, store)}`"
     kept = f"{len(checkpoint)} of {total} queries are checkpointed"
     if isinstance(error, WriteError):
-        first = "free disk space" if error.disk_full else f"make {checkpoint.runs_dir} writable"
+        first = "free disk space" if error.disk_full else f"make {store} writable"
         return f"{first}, then resume with {command} ({kept})"
     return f"{error.hint or 'fix the cause'}; then resume with {command} ({kept})"
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from rag_bench.errors import RagBenchError
-from rag_bench.io.durable import fsync_tree
+from rag_bench.io.durable import atomic_write, fsync_tree
 
 T = TypeVar("T")
 STALE_AFTER_S = 3600.0  # a staging folder this old belongs to a process that ended
@@ -160,20 +161,13 @@ class Blocks:
     def save(self, number: int, array: np.ndarray) -> None:
         if self.folder is None:
             return
-        path = self._path(number)
-        staging = path.with_name(f".~{path.stem}-{secrets.token_hex(4)}.npy")
+        buffer = io.BytesIO()
+        np.save(buffer, np.asarray(array), allow_pickle=False)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with open(staging, "xb") as handle:
-                np.save(handle, np.asarray(array), allow_pickle=False)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(staging, path)
+            atomic_write(self._path(number), buffer.getvalue())
         except OSError:
             pass  # no checkpoint, no harm
-        finally:
-            with contextlib.suppress(OSError):
-                staging.unlink(missing_ok=True)
 
     def discard(self) -> None:
         if self.folder is not None:

@@ -82,6 +82,8 @@ class Pipeline:
         report = IndexReport()
         executor = executor or LocalExecutor()
         started = time.perf_counter()
+        if hasattr(self.chunker, "bind"):  # a chunker that reads the dataset (recorded passages)
+            self.chunker.bind(dataset)
         self.chunks = chunk_corpus(self.chunker, dataset.docs.values())
         report.n_chunks = len(self.chunks)
         report.seconds["chunk"] = time.perf_counter() - started

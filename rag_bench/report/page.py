@@ -32,13 +32,13 @@ from rag_bench.analysis.compare import (
     TIE,
     metric_cutoff,
     query_slices,
-    slice_order,
 )
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 from rag_bench.evaluation.answer import LOWER_IS_BETTER
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES
 from rag_bench.evaluation.stats import bootstrap_ci
-from rag_bench.runs.reader import Store, StoredRun
+from rag_bench.evaluation.summary import slice_order
+from rag_bench.runs import RunStore, StoredRun, open_runs
 
 INSTALL = "pip install 'rag-bench[report]'"
 
@@ -79,7 +79,7 @@ class ReportData:
 # --- compute: read the traces ------------------------------------------------------------
 
 
-def _resolve(store: Store, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
+def _resolve(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
     if not refs:
         raise UsageError("report needs at least one run", "e.g. rag-bench report latest:baseline")
     runs = [store.get(ref) for ref in refs]
@@ -384,7 +384,7 @@ def manifest_table(runs: list[StoredRun], labels: dict[str, str]) -> pd.DataFram
 
 
 def report_data(
-    store: Store,
+    runs_dir: str | Path | RunStore | None,
     refs: Sequence[str],
     *,
     slice_by: str | None = "category",
@@ -400,6 +400,7 @@ def report_data(
         raise UsageError(f"--top {top} is below 0", "e.g. --top 10")
     if resamples < 1:
         raise UsageError(f"--resamples {resamples} is below 1", "e.g. --resamples 10000")
+    store = open_runs(runs_dir)
     runs = _resolve(store, refs, allow_mismatch)
     con = store.connect(runs)
     values, queries, chosen = _load(con, metric, metrics)
@@ -878,7 +879,7 @@ classes</a><a href="#worst">Worst queries</a><a href="#manifests">Manifests</a><
 
 
 def report(
-    store: Store,
+    runs_dir: str | Path | RunStore | None,
     refs: Sequence[str],
     *,
     slice_by: str | None = "category",
@@ -895,6 +896,12 @@ def report(
     Returns the HTML; with ``output`` also writes it there.
     """
     _plotly()  # fail before any work when the extra is missing
+    store = open_runs(runs_dir)
+    if output is not None and store.holds(output):
+        raise UsageError(
+            f"the report would be written into the runs folder {store} ({output})",
+            "write it outside the runs folder",
+        )
     data = report_data(
         store,
         refs,

@@ -72,10 +72,6 @@ class RunsFolder:
     def __hash__(self) -> int:
         return hash(self._key())
 
-    @property
-    def is_remote(self) -> bool:
-        return self.local is None
-
     def path(self, *parts: str) -> str:
         """A path inside the filesystem (for pyarrow)."""
         return "/".join([self.root, *parts])
@@ -169,12 +165,15 @@ class RunsFolder:
             )
 
 
-def runs_folder(where: str | Path | RunsFolder | None = None) -> RunsFolder:
+def runs_folder(where: str | Path | None = None) -> RunsFolder:
     """The runs folder named by a path or URL; None means ``$RAG_BENCH_RUNS_DIR`` or ``runs/``."""
-    if isinstance(where, RunsFolder):
-        return where
-    if where is None or where == "":
+    if where is None:
         where = os.environ.get("RAG_BENCH_RUNS_DIR") or Path.cwd() / "runs"
+    if str(where).strip() == "":
+        raise UsageError(
+            "the runs folder is named by an empty string",
+            "name a folder or a URL (e.g. runs or s3://bucket/prefix), or none for ./runs",
+        )
     if isinstance(where, str):
         match = URL.match(where)
         if match:

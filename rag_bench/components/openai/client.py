@@ -24,7 +24,6 @@ import json
 import os
 import random
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +36,7 @@ import numpy as np
 
 from rag_bench.errors import RagBenchError, UsageError, import_backend
 from rag_bench.io.cache import default_cache_dir, digest
+from rag_bench.io.durable import atomic_write
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -97,7 +97,11 @@ class LLMClient:
         cache: bool = True,
         price_per_1k_prompt: float = 0.0,
         price_per_1k_completion: float = 0.0,
+        default_base_url: str | None = DEFAULT_BASE_URL,
+        speaks: str = "an OpenAI-compatible API (base URL ending in /v1)",
     ):
+        """``default_base_url`` is used when ``$base_url_env`` is unset (None: it must be set);
+        ``speaks`` names the protocol the server must speak, in hints."""
         if timeout <= 0:
             raise UsageError(f"{where}.timeout={timeout} is not positive", "e.g. 60 (seconds)")
         if max_retries < 0:
@@ -111,13 +115,16 @@ class LLMClient:
         self._httpx = import_backend("httpx", INSTALL, f"the {where} calling an HTTP endpoint")
         self.where = where
         self.base_url_env, self.api_key_env = base_url_env, api_key_env
-        raw = os.environ.get(base_url_env, "").strip() or DEFAULT_BASE_URL
+        raw = os.environ.get(base_url_env, "").strip() or default_base_url or ""
+        if not raw:
+            raise UsageError(f"${base_url_env} is not set", f"set {base_url_env} to {speaks}")
         if urlsplit(raw).scheme not in ("http", "https") or not urlsplit(raw).hostname:
             raise UsageError(
                 f"${base_url_env} is not an http(s) URL",
                 f"set {base_url_env} to the API's base URL, e.g. {DEFAULT_BASE_URL}",
             )
         self.base_url = raw.rstrip("/")
+        self.speaks = speaks
         self._key = os.environ.get(api_key_env, "").strip() or None
         self.timeout, self.max_retries, self.retry_backoff = timeout, max_retries, retry_backoff
         self.concurrency = concurrency
@@ -230,7 +237,7 @@ class LLMClient:
     def post(self, path: str, body: dict) -> dict:
         """POST ``body`` to ``<base url>/<path>``: from the cache when this exact request was
         answered before, else over HTTP (with retries), then cached."""
-        url = f"{self.base_url}/{path}"
+        url = f"{self.base_url}/{path}" if path else self.base_url
         key = digest({"format": CACHE_FORMAT, "endpoint": public_url(url), "body": body})
         cached = self._cache_read(key)
         if cached is not None:
@@ -314,10 +321,11 @@ class LLMClient:
             )
         if status == 404:
             raise EndpointError(
-                f"{shown} answered HTTP 404: no such endpoint or model {body.get('model')!r}"
-                f"{self._server_message(response)}",
-                f"check {self.base_url_env} (the base URL usually ends in /v1) "
-                f"and --set {self.where}.model=...",
+                f"{shown} answered HTTP 404: no such endpoint"
+                + (f" or model {body['model']!r}" if "model" in body else "")
+                + self._server_message(response),
+                f"check that {self.base_url_env} points at {self.speaks}"
+                + (f" and --set {self.where}.model=..." if "model" in body else ""),
             )
         if status in (408, 409, 425, 429) or status >= 500:
             return
@@ -342,7 +350,7 @@ class LLMClient:
     def _not_openai_url(self, shown: str, what: str) -> EndpointError:
         return EndpointError(
             f"the reply of {shown} {what}",
-            f"point {self.base_url_env} at an OpenAI-compatible API (base URL ending in /v1)",
+            f"point {self.base_url_env} at {self.speaks}",
         )
 
     def _not_openai(self, path: str, what: str) -> EndpointError:
@@ -382,10 +390,7 @@ class LLMClient:
         path = self._cache_path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            handle, staging = tempfile.mkstemp(prefix=f".{key[:8]}-", dir=path.parent)
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(entry, out, ensure_ascii=False)
-            os.replace(staging, path)
+            atomic_write(path, json.dumps(entry, ensure_ascii=False).encode("utf-8"))
         except OSError:
             return  # an unwritable cache only costs money on the next run
 

@@ -1,0 +1,150 @@
+"""A system's outputs come in (``import``) and runs go out (``export``): an exported run
+imported under another name is the same run, metric for metric, and a TREC export re-scored
+by pytrec_eval gives the stored ranking metrics."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import SHIPPED, assert_one_line_error
+from rag_bench.runs import open_runs
+
+
+@pytest.fixture(scope="module", params=["baseline", "hybrid_rerank"])
+def stored(request, tmp_path_factory, index_cache):
+    """A run on the shipped dataset: BM25 scores with ties (50 queries), or fused and reranked
+    ones."""
+    from rag_bench.experiment.runner import run_variant
+
+    runs = tmp_path_factory.mktemp("runs")
+    result = run_variant(request.param, SHIPPED, runs_dir=runs, cache_dir=index_cache)
+    return runs, result.run_id
+
+
+def _table(runs, ref: str, table: str) -> pd.DataFrame:
+    store = open_runs(runs)
+    return store.table(table, [store.get(ref).run_id]).drop(columns=["variant"])
+
+
+def test_export_then_import_is_the_same_run(stored, rag_bench, tmp_path):
+    runs, run_id = stored
+    outputs = tmp_path / "outputs.jsonl"
+    out = rag_bench("export", run_id, "--format", "jsonl", "-o", outputs, "--runs-dir", runs)
+    assert out.exit_code == 0, out.stderr
+    first = json.loads(outputs.read_text().splitlines()[0])
+    assert {"query_id", "retrieved", "answer", "context_k"} <= set(first)
+    out = rag_bench("import", outputs, "--name", "my-system", "--runs-dir", runs, "--format", "csv")
+    assert out.exit_code == 0, out.stderr
+    metrics = [_table(runs, ref, "metrics") for ref in (run_id, "latest:my-system")]
+    paired = metrics[0].merge(metrics[1], on=["query_id", "metric"], suffixes=("_a", "_b"))
+    assert len(paired) == len(metrics[0]) == len(metrics[1])
+    a, b = paired["value_a"].to_numpy(), paired["value_b"].to_numpy()
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.array_equal(a[~np.isnan(a)], b[~np.isnan(b)])
+    queries = [
+        _table(runs, ref, "queries").set_index("query_id") for ref in (run_id, "latest:my-system")
+    ]
+    assert queries[0]["failure_class"].equals(queries[1]["failure_class"])
+    compared = rag_bench(
+        "compare", run_id, "latest:my-system", "--runs-dir", runs, "--format", "json",
+        "--resamples", "200",
+    )  # fmt: skip
+    rows = (
+        json.loads(compared.stdout)["rows"]
+        if compared.stdout.lstrip().startswith("{")
+        else json.loads(compared.stdout)
+    )
+    assert rows and all(r["delta"] == 0 for r in rows if r["delta"] is not None)
+    assert {r["n"] for r in rows if r["slice"] == "all" and r["metric"] == "recall@10"} == {235}
+
+
+def test_trec_export_rescored_by_pytrec_eval_gives_the_stored_metrics(stored, rag_bench, tmp_path):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    runs, run_id = stored
+    out = rag_bench("export", run_id, "--runs-dir", runs)
+    assert out.exit_code == 0, out.stderr
+    run: dict[str, dict[str, float]] = {}
+    for line in out.stdout.splitlines():
+        query, _, doc, _, score, _ = line.split()
+        run.setdefault(query, {})[doc] = float(score)
+    # trec_eval's order (score descending, then doc id descending) is the stored order
+    documents = _table(runs, run_id, "retrieved").query("stage == 'documents'")
+    for query, ranked in documents.sort_values("rank").groupby("query_id"):
+        trec_order = sorted(run[query], key=lambda d: (run[query][d], d), reverse=True)
+        assert trec_order == list(ranked["doc_id"]), query
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (SHIPPED / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        query, doc, grade = line.split("\t")
+        qrels.setdefault(query, {})[doc] = int(grade)
+    qrels = {q: d for q, d in qrels.items() if q in run}
+    scores = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recall_100", "recip_rank"})
+    found = scores.evaluate(run)
+    metrics = _table(runs, run_id, "metrics").set_index(["query_id", "metric"])["value"]
+    names = {"ndcg_cut_10": "ndcg@10", "recall_100": "recall@100", "recip_rank": "mrr"}
+    compared = 0
+    for query, values in found.items():
+        for theirs, ours in names.items():
+            stored_value = metrics[(query, ours)]
+            if np.isnan(stored_value):  # unanswerable: undefined in a pipeline run, not 0
+                continue
+            assert values[theirs] == pytest.approx(stored_value, abs=1e-9), (query, ours)
+            compared += 1
+    assert compared == 3 * 235
+
+
+def test_strictly_decreasing_keeps_the_order_of_ties():
+    from rag_bench.analysis.export import strictly_decreasing
+
+    scores = strictly_decreasing([3.0, 3.0, 3.0, 5.0, 1.0])
+    assert all(a > b for a, b in zip(scores, scores[1:]))
+    assert scores[0] == 3.0 and scores[-1] == 1.0
+
+
+@pytest.mark.parametrize(
+    "line, fragments",
+    [
+        ('{"query_id": "nope", "retrieved": [], "answer": "x"}', ["outputs.jsonl:1", "'nope'"]),
+        ('{"query_id": "q-nas-001", "retrieved": ["ghost"], "answer": "x"}', ["ghost", "corpus"]),
+        ('{"query_id": "q-nas-001", "answer": "x"}', ["missing field 'retrieved'"]),
+        ('{"query_id": "q-nas-001", "retrieved": [1.5], "answer": "x"}', ["retrieved item"]),
+    ],
+)
+def test_bad_outputs_are_one_line_naming_file_and_line(tmp_path, rag_bench, line, fragments):
+    outputs = tmp_path / "outputs.jsonl"
+    outputs.write_text(line + "\n")
+    runs = tmp_path / "runs"
+    out = rag_bench("import", outputs, "--name", "x", "--runs-dir", runs)
+    assert_one_line_error(out, *fragments)
+    assert not runs.exists() or not any((runs / "_manifests").glob("*.json"))
+
+
+def test_a_query_answered_twice_is_refused(tmp_path, rag_bench):
+    outputs = tmp_path / "outputs.jsonl"
+    record = '{"query_id": "q-nas-001", "retrieved": ["nas-001"], "answer": "x"}\n'
+    outputs.write_text(record * 2)
+    out = rag_bench("import", outputs, "--name", "x", "--runs-dir", tmp_path / "runs")
+    assert_one_line_error(out, "outputs.jsonl:2", "second record", "first on line 1")
+
+
+def test_a_hand_written_csv_import_reports_the_queries_it_lacks(tmp_path, rag_bench):
+    outputs = tmp_path / "outputs.csv"
+    outputs.write_text(
+        "query_id,retrieved,answer\n"
+        'q-nas-001,nas-001;nas-002,"The Kestrel NAS-200 costs US$299 [nas-001]."\n'
+        'q-nas-002,"[""nas-002""]",I do not know.\n'
+    )
+    runs = tmp_path / "runs"
+    out = rag_bench("import", outputs, "--name", "csv-system", "--runs-dir", runs)
+    assert out.exit_code == 0, out.stderr
+    assert "273 evaluated queries have no record" in out.stderr
+    queries = _table(runs, "latest:csv-system", "queries")
+    assert sorted(queries["query_id"]) == ["q-nas-001", "q-nas-002"]
+    manifest = open_runs(runs).get("latest:csv-system").manifest
+    assert manifest["outputs"]["n_records"] == 2 and len(manifest["outputs"]["missing"]) == 273
+    assert (
+        manifest["dataset"]["sha256"] == open_runs(runs).get("latest").manifest["dataset"]["sha256"]
+    )

@@ -1,0 +1,126 @@
+"""SQL over the runs folder is read-only by construction: whatever the statement, the connection
+cannot write, cannot read outside the views (unless files are allowed, and then only read),
+cannot load extensions and cannot change those settings.
+
+Each statement kind runs twice: through :meth:`RunStore.sql` (which may refuse it early with a
+message) and straight on the store's DuckDB connection, bypassing every check on the statement's
+text; the runs folder and the folder beside it are fingerprinted before and after.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from runs_helpers import fingerprint, table_file
+
+from rag_bench.errors import RagBenchError
+from rag_bench.runs import open_runs
+
+SETTINGS = ("enable_external_access", "lock_configuration", "autoload_known_extensions")
+SEALED = (False, True, False)
+
+STATEMENTS = {
+    "select": "SELECT count(*) FROM metrics",
+    "explain": "EXPLAIN SELECT * FROM metrics",
+    "explain analyze copy over a part": (
+        "EXPLAIN ANALYZE COPY (SELECT query_id, category, metric, 1.0 AS value, status "
+        "FROM metrics) TO '{part}' (FORMAT parquet)"
+    ),
+    "explain analyze copy outside": "EXPLAIN ANALYZE COPY metrics TO '{outside}/x.csv'",
+    "copy": "COPY metrics TO '{outside}/x.csv'",
+    "cte-wrapped copy": (
+        "COPY (WITH m AS (SELECT * FROM metrics) SELECT * FROM m) TO '{part}' (FORMAT parquet)"
+    ),
+    "export": "EXPORT DATABASE '{outside}/export'",
+    "pragma profiling": "PRAGMA enable_profiling = 'json'",
+    "pragma output": "PRAGMA profiling_output = '{outside}/profile.json'",
+    "set external access": "SET enable_external_access = true",
+    "reset lock": "RESET lock_configuration",
+    "set allowed directories": "SET allowed_directories = ['/']",
+    "attach a file": "ATTACH '{outside}/x.db' AS other",
+    "attach in the runs folder": "ATTACH '{runs}/x.db' AS other",
+    "install": "INSTALL httpfs",
+    "load": "LOAD httpfs",
+    "call": "CALL pragma_version()",
+    "several statements": "SELECT 1; COPY metrics TO '{runs}/y.csv'",
+    "read outside": "SELECT * FROM read_csv('{outside}/secret.csv')",
+    "read a part by path": "SELECT * FROM read_parquet('{part}')",
+    "create": "CREATE TABLE t AS SELECT * FROM metrics",
+}
+
+
+@pytest.fixture
+def folders(tmp_path, clean):
+    """A copy of a stored run, and beside it a folder with one file nobody may read."""
+    runs = tmp_path / "runs"
+    shutil.copytree(clean.runs.root, runs)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.csv").write_text("secret\n42\n")
+    part = table_file(open_runs(runs).get(clean.run_id).location, "metrics")
+    return runs, outside, {"runs": runs, "outside": outside, "part": part}
+
+
+def _state(runs: Path, outside: Path) -> tuple[str, str]:
+    return fingerprint(runs), fingerprint(outside)
+
+
+@pytest.mark.parametrize("kind", list(STATEMENTS))
+@pytest.mark.parametrize("allow_files", [False, True])
+def test_no_statement_changes_anything_through_the_store(folders, kind, allow_files):
+    runs, outside, names = folders
+    statement = STATEMENTS[kind].format(**names)
+    before = _state(runs, outside)
+    store = open_runs(runs)
+    try:
+        found = store.sql(statement, allow_files=allow_files)
+    except RagBenchError:
+        found = None
+    assert _state(runs, outside) == before
+    if kind == "read outside" and not allow_files:
+        assert found is None
+    if kind in ("select", "explain") or (kind == "read outside" and allow_files):
+        assert found is not None and len(found)
+
+
+@pytest.mark.parametrize("kind", list(STATEMENTS))
+def test_the_connection_itself_is_sealed(folders, kind):
+    """Straight on the connection, past every check of the statement: nothing is written, read
+    outside, loaded, or unlocked."""
+    runs, outside, names = folders
+    statement = STATEMENTS[kind].format(**names)
+    before = _state(runs, outside)
+    con = open_runs(runs).connect()
+    try:
+        rows = con.execute(statement).fetchall()
+    except duckdb.Error:
+        rows = None
+    assert _state(runs, outside) == before
+    settings = con.execute(
+        "SELECT " + ", ".join(f"current_setting('{name}')" for name in SETTINGS)
+    ).fetchone()
+    assert settings == SEALED
+    loaded = con.execute("SELECT count(*) FROM duckdb_settings() WHERE name = 's3_region'")
+    assert loaded.fetchone() == (0,)  # httpfs, which adds the s3 settings, is not loaded
+    if kind in ("read outside", "read a part by path"):
+        assert rows is None
+
+
+def test_with_allow_files_other_files_are_read_but_nothing_is_written(folders):
+    runs, outside, names = folders
+    store = open_runs(runs)
+    read = store.sql(f"SELECT * FROM read_csv('{outside}/secret.csv')", allow_files=True)
+    assert read["secret"].tolist() == [42]
+    with pytest.raises(RagBenchError, match="EXPLAIN ANALYZE statements are not allowed"):
+        store.sql(STATEMENTS["explain analyze copy over a part"].format(**names), allow_files=True)
+    with pytest.raises(RagBenchError, match="SET statements are not allowed"):
+        store.sql("SET enable_external_access = false", allow_files=True)
+
+
+def test_explain_analyze_runs_when_nothing_can_be_reached(folders):
+    runs, _, _ = folders
+    plan = open_runs(runs).sql("EXPLAIN ANALYZE SELECT count(*) FROM metrics")
+    assert "analyzed_plan" in set(plan["explain_key"])
