@@ -86,6 +86,7 @@ def test_bad_executor_options_are_usage_errors():
         make_executor("local", workers=0)
 
 
+@pytest.mark.slow
 def test_threads_give_the_traces_of_one_block_at_a_time(tmp_path):
     one = run_variant("hybrid_rerank", SHIPPED, selection=SMOKE, runs_dir=tmp_path)
     two = run_variant(
