@@ -47,14 +47,14 @@ from pathlib import Path
 
 import common
 
-from rag_bench.analysis.compare import DEFAULT_METRICS
+from rag_bench.evaluation.measures import headline_metrics
 
 WORK = common.HERE / "data"
 PACKAGES = ("scipy",)
 VARIANTS = ("baseline", "hybrid", "hybrid_rerank", "hybrid_mmr", "baseline_k1")
 CATEGORIES = ("literal", "paraphrase", "multi-hop", "unanswerable")
 STORE_METRICS = (
-    *DEFAULT_METRICS,  # rag-bench compare's default metrics first
+    *headline_metrics(),  # rag-bench compare's default metrics first
     "precision@10",
     "recall@5",
     "recall@20",

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+SHORT_LIST = 12  # known names listed in full up to this many
+
 
 class RagBenchError(Exception):
     """A mistake the user can fix; ``hint`` says how."""
@@ -45,24 +47,89 @@ class DataError(RagBenchError):
 
 
 class UnknownNameError(RagBenchError):
-    """A name (metric, variant, component, parameter) that no registry knows."""
+    """A name (metric, variant, component, parameter) that no registry knows: the hint offers
+    the close names (difflib), and lists all of them when there are few or none is close."""
 
     exit_code = 2
 
-    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]):
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        known: list[str] | tuple[str, ...],
+        close: list[str] | None = None,
+    ):
+        import difflib
+
         self.kind = kind
         self.name = name
         self.known = sorted(known)
-        super().__init__(
-            f"unknown {kind} {name!r}",
-            f"use one of: {', '.join(self.known)}",
-        )
+        self.close = difflib.get_close_matches(name, self.known, n=3) if close is None else close
+        hints = []
+        if self.close:
+            hints.append(f"did you mean {' or '.join(repr(c) for c in self.close)}?")
+        if not self.close or len(self.known) <= SHORT_LIST:
+            hints.append(f"use one of: {', '.join(self.known)}")
+        super().__init__(f"unknown {kind} {name!r}", "; ".join(hints))
 
 
 class UsageError(RagBenchError):
     """An option value that makes no sense (e.g. a cutoff of 0)."""
 
     exit_code = 2
+
+
+class ParameterError(UsageError):
+    """A parameter value outside its valid range. It names the parameter as the library does
+    (``resamples``, ``max_drops``); the CLI renames it to its flag (``--resamples``)."""
+
+    def __init__(self, parameter: str, value: Any, valid: str, key: str | None = None):
+        self.parameter, self.value, self.valid, self.key = parameter, value, valid, key
+        shown = f"{parameter}[{key!r}] = {value!r}" if key else f"{parameter} = {value!r}"
+        super().__init__(f"{shown} is out of range", f"{parameter} takes {valid}")
+
+    def as_flag(self, flag: str) -> UsageError:
+        """The same mistake told in terms of a command-line flag."""
+        shown = f"{flag} {self.key}={self.value}" if self.key else f"{flag} {self.value}"
+        return UsageError(f"{shown} is out of range", f"{flag} takes {self.valid}")
+
+
+def check_number(
+    parameter: str,
+    value: Any,
+    low: float,
+    high: float = float("inf"),
+    *,
+    whole: bool = False,
+    open_low: bool = False,
+    open_high: bool = False,
+    key: str | None = None,
+) -> Any:
+    """``value`` if it is a finite number within [low, high] (ends excluded where ``open_*``),
+    a whole one where ``whole``; else a :class:`ParameterError` saying the valid range."""
+    import math
+    import numbers
+
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = (
+        number
+        and math.isfinite(value)
+        and (value > low if open_low else value >= low)
+        and (value < high if open_high else value <= high)
+        and (not whole or float(value).is_integer())
+    )
+    if not ok:
+        kind = "a whole number" if whole else "a finite number"
+        left, right = "(" if open_low else "[", ")" if open_high or high == float("inf") else "]"
+        valid = f"{kind} in {left}{_bound(low)}, {_bound(high)}{right}"
+        raise ParameterError(parameter, value, valid, key)
+    return value
+
+
+def _bound(x: float) -> str:
+    if x == float("inf"):
+        return "∞"
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
 class MissingBackendError(RagBenchError):

@@ -80,9 +80,23 @@ def test_beir_qrels_are_accepted(rag_bench, tmp_path):
     assert trec == tsv
 
 
-def test_unknown_metric_lists_valid_names(rag_bench):
+def test_unknown_metric_gets_a_suggestion(rag_bench):
     out = rag_bench("eval", "--qrels", QRELS, "--run", RUN, "--metrics", "ndgc@10")
-    assert_one_line_error(out, "ndgc@10", "ndcg@k", "precision@k", "rprec")
+    assert_one_line_error(out, "ndgc@10", "did you mean 'ndcg@10'?")
+    out = rag_bench("eval", "--qrels", QRELS, "--run", RUN, "--metrics", "faithfulness")
+    assert_one_line_error(out, "'faithfulness' cannot be computed here", "precision@k", "rprec")
+
+
+def test_trec_eval_names_are_shown_canonically(rag_bench):
+    out = rag_bench(
+        "eval", "--qrels", QRELS, "--run", RUN, "--metrics", "P_5,ndcg_cut.10,RR", "--format", "csv"
+    )
+    assert out.exit_code == 0, out.stderr
+    assert [line.split(",")[0] for line in out.stdout.splitlines()[1:]] == [
+        "precision@5",
+        "ndcg@10",
+        "mrr",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -108,7 +122,7 @@ def test_bad_run_files(rag_bench, tmp_path, content, fragments):
     ("content", "fragments"),
     [
         ("q1 0 d1 1\nq1 0 d2 1.5\n", ["qrels.txt:2", "'1.5'", "whole number"]),
-        ("q1 0 d1 -1\n", ["qrels.txt:1", "whole number"]),
+        ("q1 0 d1 -1\nq1 0 d2 200\n", ["qrels.txt:2", "whole number from -127 to 127"]),
         ("q1 0 d1 1\nq1 0 d1 2\n", ["qrels.txt:2", "twice"]),
         ("q1 0 d1 1 extra more\n", ["qrels.txt:1", "3 fields (BEIR) or 4 (TREC)"]),
         ("q1 0 d1 1\nq1 0 d2\n", ["qrels.txt:2", "expected 4 fields"]),

@@ -122,9 +122,9 @@ def test_an_indexed_pipeline_survives_pickling(variant, analyzer):
 
 def test_a_copied_llm_client_carries_no_key_and_hands_back_its_counts(fake):
     from fake_openai import KEY
-    from rag_bench.components.openai.client import LLMClient
+    from rag_bench.components.openai.components import OpenAIGenerator
 
-    client = LLMClient(where="generator", retry_backoff=0.0, cache=False)
+    client = OpenAIGenerator(retry_backoff=0.0, cache=False).client
     data = pickle.dumps(client)
     assert KEY.encode() not in data
     copy = pickle.loads(data)

@@ -21,7 +21,7 @@ from fake_openai import KEY, default_chat, fake_vector
 pytest.importorskip("httpx", reason="the openai extra (httpx) is not installed")
 
 from rag_bench.components.chunking import Chunk  # noqa: E402
-from rag_bench.components.openai.client import EndpointError, LLMClient  # noqa: E402
+from rag_bench.components.openai.client import EndpointError  # noqa: E402
 from rag_bench.components.openai.components import OpenAIEncoder, OpenAIGenerator  # noqa: E402
 from rag_bench.components.openai.judge import LLMJudge, parse_verdicts  # noqa: E402
 from rag_bench.data.dataset import Query  # noqa: E402
@@ -239,7 +239,7 @@ def test_generate_all_runs_concurrently_within_the_bound_and_keeps_order(fake):
 
 def test_client_map_stops_at_the_first_error(fake):
     fake.script = [401]
-    client = LLMClient(where="generator", concurrency=1, **FAST)
+    client = OpenAIGenerator(concurrency=1, **FAST).client
     with pytest.raises(EndpointError, match="HTTP 401"):
         client.map(lambda i: client.chat("m", [{"role": "user", "content": str(i)}]), range(5))
     assert len(fake.requests) == 1

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from rag_bench import Qrels, Run, evaluate_run, load_qrels, load_run
+from rag_bench.evaluation.measures import canonical
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 ir_measures = pytest.importorskip("ir_measures")
@@ -187,3 +188,38 @@ def test_matches_ir_measures(seed):
     )
     for metric, name in IR_MEASURES.items():
         assert_close(per_query(ours, metric), ref[name], metric)
+
+
+TREC_SPELLINGS = ("P_10", "recall_20", "ndcg_cut_10", "success_5", "map_cut_10")
+TREC_UNCUT = ("recip_rank", "Rprec", "map", "ndcg")
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_trec_eval_spellings_give_trec_eval_numbers(seed):
+    """Each metric named as trec_eval names it is the measure trec_eval computes under that name;
+    results carry the canonical name."""
+    qrels, run = generate(seed)
+    spellings = [*TREC_SPELLINGS, *TREC_UNCUT]
+    requested = {".".join(s.rsplit("_", 1)) for s in TREC_SPELLINGS} | set(TREC_UNCUT)
+    ref = pytrec_eval.RelevanceEvaluator(qrels, requested).evaluate(run)
+    ours = evaluate_run(Qrels.from_dict(qrels), Run.from_scores(run), spellings)
+    assert [str(m) for m in ours.measures] == [canonical(s) for s in spellings]
+    for spelling in spellings:
+        expected = {q: v[spelling] for q, v in ref.items()}
+        assert_close(per_query(ours, canonical(spelling)), expected, spelling)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_ir_measures_spellings_give_ir_measures_numbers(seed):
+    """As above for ir_measures' names, on a run without ties (ir_measures cuts tied scores at
+    RR@k in an order of its own)."""
+    qrels, tied = generate(seed)
+    run = {q: {d: float(-i) for i, d in enumerate(trec_top(tied, 10**6)[q])} for q in tied}
+    spellings = ["P@10", "R@100", "nDCG@10", "RR", "RR@10", "AP", "AP@10", "Success@5", "Rprec"]
+    measures = [ir_measures.parse_measure(name) for name in spellings]
+    ref: dict[str, dict[str, float]] = {}
+    for row in ir_measures.iter_calc(measures, qrels, run):
+        ref.setdefault(str(row.measure), {})[row.query_id] = row.value
+    ours = evaluate_run(Qrels.from_dict(qrels), Run.from_scores(run), spellings, complete=True)
+    for spelling, measure in zip(spellings, measures):
+        assert_close(per_query(ours, canonical(spelling)), ref[str(measure)], spelling)

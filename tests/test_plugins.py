@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import sys
-import textwrap
 
 import pytest
 
-from conftest import SHIPPED, assert_one_line_error
+from conftest import ROOT, SHIPPED, assert_one_line_error
+from rag_bench.components.base import Capability, declared
 from rag_bench.components.registry import registry, resolve
+from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import UnknownNameError, UsageError
+from rag_bench.model import Query
+from rag_bench.pipeline.compose import Pipeline
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_builtins_come_through_entry_points():
@@ -45,77 +51,79 @@ def test_bad_overrides_name_the_valid_choices(override, error, fragments):
         assert fragment in str(info.value)
 
 
-PLUGIN = """
-from rag_bench.components.registry import VariantSpec, component
+def readme_block(language: str, first_line: str) -> str:
+    """The README's code block in ``language`` that starts with ``first_line``."""
+    pattern = rf"```{language}\n({re.escape(first_line)}\n.*?)```"
+    return re.search(pattern, README, re.DOTALL).group(1)
 
 
-@component("chunker", "sentences", description="one chunk per pair of sentences", per_chunk=2)
-class SentenceChunker:
-    def __init__(self, per_chunk=2):
-        self.per_chunk = per_chunk
-
-    def chunk(self, doc):
-        from rag_bench.model import Chunk
-        from rag_bench.text.sentences import split_sentences
-        spans = split_sentences(doc.text)
-        groups = [spans[i:i + self.per_chunk] for i in range(0, len(spans), self.per_chunk)]
-        chunks = []
-        for i, g in enumerate(groups):
-            start, end = g[0][0], g[-1][1]
-            text = doc.text[start:end]
-            chunks.append(Chunk(f"{doc.id}#{i}", doc.id, start, end, text, doc.title))
-        return chunks
+def entry_points_txt(pyproject: str) -> str:
+    """The ``[project.entry-points]`` tables of a pyproject.toml as an ``entry_points.txt``."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    groups = tomllib.loads(pyproject)["project"]["entry-points"]
+    return "".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()) + "\n"
+        for group, entries in groups.items()
+    )
 
 
-def components():
-    return [SentenceChunker.spec]
-
-
-variant = VariantSpec(
-    "sentence_bm25",
-    {
-        "chunker": {"name": "sentences"},
-        "retriever": {"name": "bm25", "k1": 1.2},
-        "generator": {"name": "extractive"},
-    },
-    "BM25 over sentence pairs",
-)
-"""
+def install(folder, monkeypatch, module: str, source: str, entry_points: str) -> None:
+    """A package ``module`` (one module) with its entry points, importable from ``folder``."""
+    (folder / f"{module}.py").write_text(source)
+    info = folder / f"{module}-0.1.dist-info"
+    info.mkdir()
+    name = module.replace("_", "-")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, module, raising=False)
 
 
 @pytest.fixture
 def third_party_plugin(tmp_path, monkeypatch):
-    """An installed package 'kestrel-plugins' that registers a chunker and a variant."""
-    (tmp_path / "kestrel_plugins.py").write_text(PLUGIN)
-    info = tmp_path / "kestrel_plugins-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kestrel-plugins\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        textwrap.dedent(
-            """\
-            [rag_bench.components]
-            kestrel = kestrel_plugins:components
-
-            [rag_bench.variants]
-            kestrel = kestrel_plugins:variant
-            """
-        )
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    """The README's example plugin, installed as the package 'my-components'."""
+    source = readme_block("python", "# my_components.py")
+    pyproject = readme_block("toml", "# pyproject.toml of your package")
+    install(tmp_path, monkeypatch, "my_components", source, entry_points_txt(pyproject))
     registry.cache_clear()
     yield
     registry.cache_clear()
-    sys.modules.pop("kestrel_plugins", None)
+    sys.modules.pop("my_components", None)
+
+
+BROKEN = """
+from rag_bench.components.base import Capability, Generator
+from rag_bench.components.registry import component
+
+
+@component("generator", "eager")
+class Eager(Generator):
+    capabilities = frozenset({Capability.BATCH})
+
+    def generate(self, query, context):
+        raise NotImplementedError
+"""
+
+
+def test_a_plugin_breaking_its_contract_is_a_one_line_error(tmp_path, monkeypatch, rag_bench):
+    entry_points = "[rag_bench.components]\nx = eager_plugin:Eager\n"
+    install(tmp_path, monkeypatch, "eager_plugin", BROKEN, entry_points)
+    registry.cache_clear()
+    try:
+        out = rag_bench("variants")
+    finally:
+        registry.cache_clear()
+    assert_one_line_error(out, "generator 'Eager'", "BATCH: no generate_all", "base.Generator")
 
 
 def test_third_party_variant_is_listed_and_runs(third_party_plugin, rag_bench, tmp_path):
     listing = rag_bench("variants", "--format", "csv").stdout
-    assert "sentence_bm25,chunker,sentences,per_chunk=2,kestrel-plugins" in listing
+    assert "bm25_title_first,reranker,title_first,top_n=10,my-components" in listing
     assert "baseline,retriever,bm25" in listing
     out = rag_bench(
         "run",
         "--variant",
-        "sentence_bm25",
+        "bm25_title_first",
         "--dataset",
         SHIPPED,
         "--runs-dir",
@@ -126,7 +134,23 @@ def test_third_party_variant_is_listed_and_runs(third_party_plugin, rag_bench, t
         "csv",
     )
     assert out.exit_code == 0, out.stderr
-    assert "all,sentence_bm25,30," in out.stdout
+    assert "all,bm25_title_first,30," in out.stdout
+
+
+def test_third_party_component_satisfies_its_contract_and_is_prepared(third_party_plugin):
+    spec = registry().component("reranker", "title_first")
+    assert spec.origin == "my-components"
+    assert spec.params == {"top_n": 20} and spec.types == {"top_n": int}
+    assert declared("reranker", spec.factory) == {Capability.PREPARE}
+    resolved = resolve(registry().variant("bm25_title_first"), ["reranker.top_n=5"])
+    pipeline = Pipeline(resolved)
+    pipeline.index(load_dataset(SHIPPED))  # calls prepare, as declared
+    query = Query("q", "What is the maximum memory of the KS-440?")
+    [stages], _ = pipeline.rank([query], depth=20)
+    wanted = set(pipeline.analyzer.terms(query.text))
+    titled = [bool(wanted & pipeline.reranker.titles[p]) for p in stages["rerank"].index[:5]]
+    assert sorted(stages["rerank"].index[:5]) == sorted(stages["bm25"].index[:5])
+    assert titled == [True, True, True, False, False]  # in bm25's order: F, F, T, T, T
 
 
 def test_unknown_variant_lists_registered_ones(rag_bench, tmp_path):

@@ -20,6 +20,7 @@ from runs_helpers import copy_run, fingerprint, locate, table_file
 from test_robustness import COMMAND, assert_same_traces, hidden, visible
 
 from conftest import SHIPPED, assert_one_line_error
+from rag_bench.components.base import Capability, Encoder
 from rag_bench.components.registry import component, registry, resolve
 from rag_bench.data.dataset import load_dataset
 from rag_bench.experiment.runner import Selection, run_variant
@@ -298,11 +299,11 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path, clean):
     assert sorted(p.name.split("-")[0] for p in cache.iterdir()) == ["bm25", "prepared"]
 
 
-@component("encoder", "counting", description="test encoder", batch_size=4, stop_after=0)
-class CountingEncoder:
+@component("encoder", "counting", description="test encoder")
+class CountingEncoder(Encoder):
     """Embeds each text on its own (a hash of its words); counts calls; can press Ctrl-C."""
 
-    independent_embeddings = True
+    capabilities = frozenset({Capability.INDEPENDENT_EMBEDDINGS})
     calls: list[int] = []
 
     def __init__(self, batch_size: int = 4, stop_after: int = 0):

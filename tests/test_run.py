@@ -121,7 +121,8 @@ def test_cli_run_prints_summary_and_stores(rag_bench, tmp_path):
     assert out.exit_code == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert lines[0] == (
-        "category,variant,n,recall@10,mrr@10,ndcg@10,faithfulness,answer_exact,correct_refusal,over_refusal"
+        "category,variant,n,recall@10,mrr@10,ndcg@10,faithfulness,citation_precision,answer_exact,"
+        "correct_refusal,over_refusal"
     )
     assert {line.split(",")[0] for line in lines[1:]} == {
         "literal",

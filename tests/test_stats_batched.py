@@ -56,7 +56,7 @@ def test_compare_statistics_are_those_of_each_pair_alone():
     rng = np.random.default_rng(8)
     pairs = [(rng.random(n), rng.random(n)) for n in (30, 30, 12, 30)]
     pairs.append((pairs[0][0], pairs[0][0].copy()))  # all tied
-    rows = _statistics(pairs, "randomization", 1_000, 2)
+    rows = _statistics(pairs, ["ndcg@10"] * len(pairs), "randomization", 1_000, 2)
     for (a, b), row in zip(pairs, rows):
         assert (row["ci_low"], row["ci_high"]) == bootstrap_ci(b - a, resamples=1_000, seed=2)
         assert row["p_value"] == paired_p_value(b - a, "randomization", 1_000, 2)

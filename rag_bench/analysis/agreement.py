@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from rag_bench.components.base import Capability, Judge
 from rag_bench.components.chunking import WholeDocument
 from rag_bench.data.dataset import Dataset
-from rag_bench.errors import RagBenchError
+from rag_bench.errors import RagBenchError, check_number
 from rag_bench.model import Claim, Query
 
 
@@ -59,9 +60,10 @@ def labelled_claims(dataset: Dataset) -> list[tuple[Query, list[Claim], list[boo
     return out
 
 
-def judge_agreement(dataset: Dataset, judge, analyzer, judge_name: str) -> Agreement:
+def judge_agreement(dataset: Dataset, judge: Judge, analyzer, judge_name: str) -> Agreement:
     """Run ``judge`` over every labelled claim, with the recorded ranking as its context."""
-    judge.prepare(dataset, [], analyzer)
+    if Capability.PREPARE in judge.capabilities:
+        judge.prepare(dataset, [], analyzer)
     rows = []
     for query, claims, gold, context in labelled_claims(dataset):
         for claim, label, verdict in zip(claims, gold, judge.judge(query, claims, context)):
@@ -173,6 +175,7 @@ def assess_judge(
     judge), also the prediction-powered interval of that run's true supported share."""
     from rag_bench.components.registry import VariantSpec, build, resolve
 
+    check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
     resolved = resolve(VariantSpec("judge-agreement", {"judge": {"name": judge}}), overrides)
     agreement = judge_agreement(
         dataset, build("judge", resolved["judge"]), build("analyzer", resolved["analyzer"]), judge

@@ -9,9 +9,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
-from rag_bench.evaluation.answer import LOWER_IS_BETTER
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
+from rag_bench.evaluation.measures import (
+    canonical,
+    canonical_names,
+    headline_metrics,
+    improvement,
+    not_stored,
+)
 from rag_bench.evaluation.stats import (
+    MAX_RESAMPLES,
     TESTS,
     bootstrap_cis,
     holm,
@@ -22,16 +29,6 @@ from rag_bench.evaluation.stats import (
 from rag_bench.evaluation.summary import slice_order
 from rag_bench.runs import RunStore, StoredRun, open_runs
 
-DEFAULT_METRICS = (
-    "recall@10",
-    "mrr@10",
-    "ndcg@10",
-    "faithfulness",
-    "citation_precision",
-    "answer_exact",
-    "correct_refusal",
-    "over_refusal",
-)
 SLICES = ("category", "tag", "failure_class")
 TIE = 1e-12
 
@@ -78,10 +75,11 @@ def _load(
     available = [
         r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY metric").fetchall()
     ]
-    chosen = list(metrics) if metrics else [m for m in DEFAULT_METRICS if m in available]
+    chosen = canonical_names(metrics) if metrics else headline_metrics()
+    chosen = chosen if metrics else [m for m in chosen if m in available]
     for metric in chosen:
         if metric not in available:
-            raise UnknownNameError("metric in these runs", metric, available)
+            raise not_stored("metric in these runs", metric, available)
     listing = ", ".join("'" + m.replace("'", "''") + "'" for m in chosen)
     values = con.sql(
         f"SELECT run_id, query_id, metric, value FROM metrics WHERE metric IN ({listing})"
@@ -117,18 +115,26 @@ def query_slices(
 
 
 def _statistics(
-    pairs: list[tuple[np.ndarray, np.ndarray]], test: str, resamples: int, seed: int
+    pairs: list[tuple[np.ndarray, np.ndarray]],
+    metrics: list[str],
+    test: str,
+    resamples: int,
+    seed: int,
 ) -> list[dict]:
     """Means, delta, bootstrap interval, p-value and wins/ties/losses of each (a, b) pair of
-    value arrays; computed together, so the resamples of pairs with as many queries are drawn
-    once (the numbers are those of one pair at a time)."""
+    value arrays of ``metrics``; computed together, so the resamples of pairs with as many
+    queries are drawn once (the numbers are those of one pair at a time)."""
     ds = [b - a for a, b in pairs]
     intervals = bootstrap_cis(ds, resamples=resamples, seed=seed)
     p_values = paired_p_values(ds, test, resamples, seed)
-    return [_row(d, a, b, *ci, p) for d, (a, b), ci, p in zip(ds, pairs, intervals, p_values)]
+    return [
+        _row(d, a, b, *ci, p, improvement(m, d))
+        for d, (a, b), ci, p, m in zip(ds, pairs, intervals, p_values, metrics)
+    ]
 
 
-def _row(d: np.ndarray, a: np.ndarray, b: np.ndarray, low: float, high: float, p: float) -> dict:
+def _row(d, a, b, low: float, high: float, p: float, gain: np.ndarray) -> dict:
+    """One pair's numbers; ``gain`` is ``d`` turned so that positive is better (a win)."""
     return {
         "mean_a": float(a.mean()),
         "mean_b": float(b.mean()),
@@ -136,9 +142,9 @@ def _row(d: np.ndarray, a: np.ndarray, b: np.ndarray, low: float, high: float, p
         "ci_low": low,
         "ci_high": high,
         "p_value": p,
-        "wins": int(np.sum(d > TIE)),
+        "wins": int(np.sum(gain > TIE)),
         "ties": int(np.sum(np.abs(d) <= TIE)),
-        "losses": int(np.sum(d < -TIE)),
+        "losses": int(np.sum(gain < -TIE)),
         "n": len(d),
     }
 
@@ -164,13 +170,14 @@ def compare(
 
     Per slice (plus ``all``) and metric: both means, the delta (b − a), a 95% bootstrap
     interval of the delta, the paired test's p-value, Holm–Bonferroni across the whole table,
-    and wins / ties / losses. A metric undefined for a query (NULL) leaves that query out.
+    and wins / ties / losses (a win is a change for the better, which for a lower-is-better
+    metric is a fall). A metric undefined for a query (NULL) leaves that query out.
     ``runs_dir`` is the runs folder (a path, URL or :class:`RunStore`; None: the default).
     """
     if test not in TESTS:
         raise UnknownNameError("test", test, list(TESTS))
-    if not 0 < alpha < 1:
-        raise UsageError(f"--alpha {alpha} is not between 0 and 1", "e.g. --alpha 0.05")
+    check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
+    check_number("resamples", resamples, 1, MAX_RESAMPLES, whole=True)
     store = open_runs(runs_dir)
     runs = _runs(store, refs, allow_mismatch)
     values, queries, chosen = _load(store, runs, metrics)
@@ -207,7 +214,7 @@ def compare(
                 compared.append(
                     (chosen_rows[base.run_id].to_numpy(), chosen_rows[other.run_id].to_numpy())
                 )
-    stats = _statistics(compared, test, resamples, seed)
+    stats = _statistics(compared, [key["metric"] for key in keys], test, resamples, seed)
     table = pd.DataFrame([key | row for key, row in zip(keys, stats)])
     if table.empty:
         raise RagBenchError(
@@ -260,22 +267,33 @@ class GateResult:
 
 
 def parse_drops(specs: Sequence[str]) -> dict[str, float]:
+    """``["recall@10=0.02", …]`` as ``{metric: allowed drop}``, metric names made canonical."""
     drops = {}
     for spec in specs:
         metric, sep, amount = spec.partition("=")
         try:
             value = float(amount)
         except ValueError:
-            value = -1.0
-        if not sep or not metric.strip() or not (np.isfinite(value) and value >= 0):
+            value = None
+        if not sep or not metric.strip() or value is None:
             raise UsageError(
                 f"--max-drop {spec!r} is not metric=amount (a number >= 0)",
                 "e.g. --max-drop recall@10=0.02",
             )
-        drops[metric.strip()] = value
+        drops[canonical(metric)] = value
     if not drops:
         raise UsageError("the gate needs at least one --max-drop", "e.g. --max-drop recall@10=0.02")
     return drops
+
+
+def _allowances(max_drops: Mapping[str, float]) -> dict[str, float]:
+    """The allowances under canonical names, each a finite number ≥ 0."""
+    out = {}
+    for metric, allowed in max_drops.items():
+        out[canonical(metric)] = float(check_number("max_drops", allowed, 0, key=metric))
+    if not out:
+        raise UsageError("the gate needs at least one allowed drop", "e.g. recall@10=0.02")
+    return out
 
 
 def gate(
@@ -301,31 +319,32 @@ def gate(
       is within the allowance), ``drop`` otherwise; such a metric gets a warning naming the
       detectable effect and the queries needed.
 
-    Worse means lower, except for the metrics where lower is better (``over_refusal``,
-    ``answered_unanswerable``), where a rise is the regression.
+    Worse is read from the metric catalogue: lower, except for the metrics where lower is better
+    (``over_refusal``, ``answered_unanswerable``), where a rise is the regression.
     """
     if require not in REQUIRE:
         raise UnknownNameError("gate rule", require, list(REQUIRE))
+    allowances = _allowances(max_drops)
     result = compare(
         runs_dir,
         [baseline, candidate],
         slice_by=None,
-        metrics=list(max_drops),
+        metrics=list(allowances),
         test=test,
         alpha=alpha,
         resamples=resamples,
         seed=seed,
     )
-    strictest = _z_power(alpha / len(max_drops)) / _z_power(alpha)
+    strictest = _z_power(alpha / len(allowances)) / _z_power(alpha)
     rows, warnings = [], []
     for _, row in result.rows.iterrows():
-        metric, allowed = row["metric"], max_drops[row["metric"]]
+        metric, allowed = row["metric"], allowances[row["metric"]]
         mde = row["mde"] * strictest
         detectable = bool(np.isfinite(mde) and mde <= allowed)
         rule = require if require != "auto" else ("significant" if detectable else "drop")
         if not detectable:
             warnings.append(_power_warning(metric, row, mde, allowed, strictest, rule))
-        drop = row["delta"] if metric in LOWER_IS_BETTER else -row["delta"]
+        drop = -improvement(metric, row["delta"])
         significant = bool(row["p_adjusted"] < alpha)
         failed = drop > allowed and (rule == "drop" or significant)
         rows.append(
@@ -428,9 +447,10 @@ def diff(
     metric: str = "ndcg@10",
     top: int = 20,
 ) -> pd.DataFrame:
-    """The queries that got worse and better on ``metric``, with what changed in between."""
-    if top < 1:
-        raise UsageError(f"--top {top} is below 1", "e.g. --top 20")
+    """The queries that got worse and better on ``metric`` (worse: lower, or higher for a
+    lower-is-better metric), with what changed in between."""
+    metric = canonical(metric)
+    check_number("top", top, 1, whole=True)
     store = open_runs(runs_dir)
     new = store.get(ref)
     old = previous_run(store, new) if against == "previous" else store.get(against)
@@ -441,7 +461,7 @@ def diff(
     con = store.connect([old, new])
     available = [r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY 1").fetchall()]
     if metric not in available:
-        raise UnknownNameError("metric in these runs", metric, available)
+        raise not_stored("metric in these runs", metric, available)
     frame = con.execute(
         "SELECT o.query_id, q.category, o.value AS before, n.value AS after, "
         "n.value - o.value AS delta, "
@@ -455,15 +475,16 @@ def diff(
     ).df()
     k = metric_cutoff(metric)
     before, after = _relevant_top(con, old.run_id, k), _relevant_top(con, new.run_id, k)
+    frame["_gain"] = improvement(metric, frame["delta"])
     worse = (
-        frame[frame["delta"] < -TIE]
-        .sort_values(["delta", "query_id"])
+        frame[frame["_gain"] < -TIE]
+        .sort_values(["_gain", "query_id"])
         .head(top)
         .assign(change="worse")
     )
     better = (
-        frame[frame["delta"] > TIE]
-        .sort_values(["delta", "query_id"], ascending=[False, True])
+        frame[frame["_gain"] > TIE]
+        .sort_values(["_gain", "query_id"], ascending=[False, True])
         .head(top)
         .assign(change="better")
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from rag_bench import __version__
-from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.errors import ParameterError, RagBenchError, UsageError
 from rag_bench.pipeline.executors import EXECUTORS
 
 
@@ -27,8 +27,19 @@ class Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except ParameterError as error:
+            flag = self.flag(ctx, error.parameter)
+            raise UserMistake(error.as_flag(flag) if flag else error) from None
         except RagBenchError as error:
             raise UserMistake(error) from None
+
+    def flag(self, ctx: click.Context, parameter: str) -> str | None:
+        """The flag of the running command that sets a library parameter, if it has one."""
+        command = self.get_command(ctx, ctx.invoked_subcommand or "")
+        for option in command.params if command else ():
+            if option.name == parameter and option.opts:
+                return option.opts[0]
+        return None
 
 
 def format_option(choices: tuple[str, ...] = ("table", "json", "csv")):
@@ -102,7 +113,7 @@ def _split(value: str) -> list[str]:
 
 def _cutoffs(value: str) -> list[int]:
     try:
-        return [int(v) for v in _split(value)]
+        return [int(v) for v in _split(value) or [""]]
     except ValueError:
         raise UserMistake(
             UsageError(f"--k {value!r} is not a list of whole numbers", "e.g. --k 1,5,10")
@@ -388,6 +399,19 @@ def variants_command(fmt):
             fmt,
         )
     )
+
+
+@cli.command("metrics")
+@format_option(("table", "json", "csv", "markdown"))
+def metrics_command(fmt):
+    """List every metric: its forms, group, which way is better, whether unanswerable queries
+    have it, other tools' spellings, and its definition."""
+    import pandas as pd
+
+    from rag_bench.cli.render import render
+    from rag_bench.evaluation.measures import catalogue_rows
+
+    click.echo(render(pd.DataFrame(catalogue_rows()), fmt))
 
 
 @cli.command("judge-agreement")

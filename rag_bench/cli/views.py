@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.cli.render import as_records, render, to_json
+from rag_bench.evaluation.measures import canonical_names, headline_metrics, not_stored
 from rag_bench.evaluation.retrieval import RankingEvaluation
-from rag_bench.evaluation.summary import headline_metrics, slice_means
+from rag_bench.evaluation.summary import slice_means
 
 
 def evaluation_table(result: RankingEvaluation, per_query: bool) -> pd.DataFrame:
@@ -111,7 +112,7 @@ def runs_table(store, variant: str | None = None) -> pd.DataFrame:
     runs = store.runs_frame()
     if variant:
         runs = runs[runs["variant"] == variant]
-    headline = ["recall@10", "ndcg@10", "faithfulness"]
+    headline = headline_metrics(brief=True)
     if not runs.empty:
         means = (
             store.connect()
@@ -157,13 +158,11 @@ def _slices(metrics: pd.DataFrame, queries: pd.DataFrame, slice_by: str) -> pd.D
 def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
     frame = store.metrics([run.run_id])
     queries = store.queries([run.run_id])
-    names = metrics or headline_metrics(run.manifest.get("ks", [10]))
+    names = canonical_names(metrics) if metrics else headline_metrics(run.manifest.get("ks", [10]))
     known = set(frame["metric"])
     for name in names:
         if name not in known:
-            from rag_bench.errors import UnknownNameError
-
-            raise UnknownNameError("metric of this run", name, sorted(known))
+            raise not_stored("metric of this run", name, sorted(known))
     table = slice_means(_slices(frame, queries, slice_by), names, slice_by)
     if fmt == "json":
         return to_json({"manifest": run.manifest, "slices": as_records(table)})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rag_bench.components.base import Analyzer
 from rag_bench.components.registry import component
 from rag_bench.text.scripts import (
     SCRIPT_RUNS,
@@ -37,10 +38,8 @@ from rag_bench.text.scripts import (
     "analyzer",
     "en",
     description="lowercase, English stopwords, Snowball stemming",
-    stopwords=True,
-    stem=True,
 )
-class EnglishAnalyzer:
+class EnglishAnalyzer(Analyzer):
     def __init__(self, stopwords: bool = True, stem: bool = True):
         from bm25s.stopwords import STOPWORDS_EN
 
@@ -86,11 +85,8 @@ def _snowball_english():
     "analyzer",
     "zh",
     description="Chinese: jieba words, jieba search mode, or character bigrams (`mode`)",
-    mode="search",
-    stopwords=True,
-    hmm=False,
 )
-class ChineseAnalyzer:
+class ChineseAnalyzer(Analyzer):
     """Chinese word segmentation for retrieval and judging.
 
     ``mode=words`` segments each run of Han characters with jieba's dictionary (``hmm=True``
@@ -132,11 +128,8 @@ class ChineseAnalyzer:
     "analyzer",
     "auto",
     description="en for text without Chinese; mixed text run by run (Han like zh, Latin like en)",
-    mode="search",
-    stopwords=True,
-    stem=True,
 )
-class AutoAnalyzer:
+class AutoAnalyzer(Analyzer):
     """One analyzer for English, Chinese and mixed corpora.
 
     A text without Han characters is analyzed exactly like ``en`` (after folding full-width

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rag_bench.components.base import Chunker
 from rag_bench.components.registry import component
 from rag_bench.errors import UsageError
 from rag_bench.model import Chunk, Doc
@@ -60,10 +61,8 @@ def _check_window(size: int, overlap: int) -> None:
     "chunker",
     "fixed",
     description="windows of `size` words (a Han character counts as one) overlapping by `overlap`",
-    size=128,
-    overlap=32,
 )
-class FixedChunker:
+class FixedChunker(Chunker):
     def __init__(self, size: int = 128, overlap: int = 32):
         _check_window(size, overlap)
         self.size, self.overlap = size, overlap
@@ -76,10 +75,8 @@ class FixedChunker:
     "chunker",
     "recursive",
     description="paragraphs, then sentences, then windows, up to `max_words`",
-    max_words=128,
-    overlap=16,
 )
-class RecursiveChunker:
+class RecursiveChunker(Chunker):
     def __init__(self, max_words: int = 128, overlap: int = 16):
         _check_window(max_words, overlap)
         self.max_words, self.overlap = max_words, overlap
@@ -129,7 +126,7 @@ def _paragraphs(text: str) -> list[tuple[int, int]]:
 
 
 @component("chunker", "none", description="the whole document as one chunk")
-class WholeDocument:
+class WholeDocument(Chunker):
     def chunk(self, doc: Doc) -> list[Chunk]:
         return [Chunk(doc.id, doc.id, 0, len(doc.text), doc.text, doc.title)]
 

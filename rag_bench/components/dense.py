@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_bench.components.base import Capability, Encoder, Retriever
 from rag_bench.components.hits import top_k_rows
 from rag_bench.components.registry import component
 from rag_bench.model import Hits, Query
@@ -46,10 +47,8 @@ def cosine_search(queries: np.ndarray, chunks: np.ndarray, depth: int) -> list[H
     "encoder",
     "lsa",
     description="TF-IDF + truncated SVD fitted on the corpus (offline, no download)",
-    dims=128,
-    seed=0,
 )
-class LSAEncoder:
+class LSAEncoder(Encoder):
     """Latent semantic analysis: terms that occur in similar chunks get similar directions."""
 
     def __init__(self, dims: int = 128, seed: int = 0):
@@ -115,12 +114,14 @@ class LSAEncoder:
         self.components = np.load(folder / "components.npy")
 
 
-class DenseIndex:
-    """Chunk embeddings from an encoder, searched exactly."""
+class DenseIndex(Retriever):
+    """Chunk embeddings from an encoder, searched exactly: the retriever the pipeline makes of
+    the encoder slot."""
 
+    capabilities = frozenset({Capability.INDEX})
     stage = "dense"
 
-    def __init__(self, encoder):
+    def __init__(self, encoder: Encoder):
         self.encoder = encoder
         self.embeddings: np.ndarray | None = None
 

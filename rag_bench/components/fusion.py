@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_bench.components.base import Fuser
 from rag_bench.components.registry import component
 from rag_bench.errors import UsageError
 from rag_bench.model import Hits
@@ -20,8 +21,8 @@ def _accumulate(contributions: Sequence[tuple[np.ndarray, np.ndarray]], depth: i
     return Hits.ranked(unique, np.bincount(inverse, weights=values), depth)
 
 
-@component("fuser", "rrf", description="reciprocal rank fusion: sum of 1 / (k + rank)", k=60)
-class ReciprocalRankFusion:
+@component("fuser", "rrf", description="reciprocal rank fusion: sum of 1 / (k + rank)")
+class ReciprocalRankFusion(Fuser):
     def __init__(self, k: int = 60):
         if k < 0:
             raise UsageError(f"fusion.k={k} is negative", "use the usual k = 60")
@@ -36,9 +37,8 @@ class ReciprocalRankFusion:
     "fuser",
     "weighted",
     description="weighted sum of min-max normalised scores",
-    weights=(0.5, 0.5),
 )
-class WeightedScoreFusion:
+class WeightedScoreFusion(Fuser):
     def __init__(self, weights: Sequence[float] = (0.5, 0.5)):
         self.weights = tuple(float(w) for w in weights)
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_bench.components.base import Capability, Generator
 from rag_bench.components.registry import component
 from rag_bench.components.termstats import TermWeights
 from rag_bench.data.dataset import Dataset
@@ -35,11 +36,8 @@ class _Candidate:
     "generator",
     "extractive",
     description="the best-matching sentences of the top chunks, each citing its document",
-    context_k=5,
-    max_sentences=2,
-    min_coverage=0.5,
 )
-class ExtractiveGenerator:
+class ExtractiveGenerator(Generator):
     """Greedy set cover of the query's terms by context sentences, weighted by term rarity.
 
     Each step takes the sentence adding the most not-yet-covered query weight (ties go to the
@@ -50,6 +48,9 @@ class ExtractiveGenerator:
     a Chinese sentence cites as ``签收7天内可退货【d1】。``, sentences are joined without spaces,
     and a mainly Chinese query is refused in Chinese (``REFUSAL_TEXT_ZH``).
     """
+
+    # what prepare learns depends on the chunks and the analyzer only: it is cached like an index
+    capabilities = frozenset({Capability.PREPARE, Capability.CACHE})
 
     def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.5):
         self.context_k = context_k
@@ -62,9 +63,6 @@ class ExtractiveGenerator:
         """Learn term rarity over the chunk collection."""
         self.analyzer = analyzer
         self.weights = TermWeights(analyzer.terms_many([c.index_text for c in chunks]))
-
-    # What prepare learns depends on the chunks and the analyzer only: the pipeline caches it
-    # as it caches an index (cache_material, save, load).
 
     def cache_material(self) -> dict:
         return {"learned": "extractive generator's term weights", "format": 1}
@@ -141,10 +139,6 @@ def _cite(sentence: str, doc_id: str) -> str:
     "delayed",
     description="the extractive answer after a fixed wait per call: a stand-in for a model "
     "behind an endpoint, for measuring throughput",
-    delay_ms=200.0,
-    context_k=5,
-    max_sentences=2,
-    min_coverage=0.5,
 )
 class DelayedGenerator(ExtractiveGenerator):
     def __init__(self, delay_ms: float = 200.0, **extractive):
@@ -158,15 +152,12 @@ class DelayedGenerator(ExtractiveGenerator):
         return super().generate(query, context)
 
 
-@component(
-    "generator",
-    "recorded",
-    description="replays the answers recorded in answers.jsonl",
-    context_k=None,
-)
-class RecordedGenerator:
+@component("generator", "recorded", description="replays the answers recorded in answers.jsonl")
+class RecordedGenerator(Generator):
     """The recorded answer; ``context_k`` is how many of the recorded passages the system's
     generator saw (None: all of them), which decides what its claims are judged against."""
+
+    capabilities = frozenset({Capability.PREPARE})
 
     def __init__(self, context_k: int | None = None):
         self.context_k = context_k

@@ -20,63 +20,28 @@ from typing import Any
 
 import numpy as np
 
+from rag_bench.components.base import Capability, Generator, Retriever
 from rag_bench.components.openai.client import EndpointError, LLMClient, public_url
 from rag_bench.components.registry import component
 from rag_bench.data.dataset import Dataset
 from rag_bench.model import Chunk, Generation, Hits, Query
 
 SPEAKS = "your RAG service's endpoint (the URL that answers a POSTed question)"
-SYSTEM_PARAMS: dict[str, Any] = {
-    "url_env": "RAG_SYSTEM_URL",
-    "api_key_env": "RAG_SYSTEM_API_KEY",
-    "query_field": "query",
-    "answer_field": "answer",
-    "documents_field": "documents",
-    "doc_id_field": "id",
-    "score_field": "score",
-    "timeout": 60.0,
-    "max_retries": 4,
-    "concurrency": 4,
-    "cache": True,
-}
 
 
 class HTTPSystem:
-    """One endpoint and the fields of its replies; what the two components share."""
+    """One endpoint and the fields of its replies; what the two components share. The client
+    is made at the first request, so a component exists (``rag-bench variants``, a contract
+    check) without the endpoint's variables set."""
 
-    def __init__(
-        self,
-        where: str,
-        url_env: str = "RAG_SYSTEM_URL",
-        api_key_env: str = "RAG_SYSTEM_API_KEY",
-        query_field: str = "query",
-        answer_field: str = "answer",
-        documents_field: str = "documents",
-        doc_id_field: str = "id",
-        score_field: str = "score",
-        timeout: float = 60.0,
-        max_retries: int = 4,
-        concurrency: int = 4,
-        cache: bool = True,
-    ):
-        self.fields = {
-            "query_field": query_field,
-            "answer_field": answer_field,
-            "documents_field": documents_field,
-            "doc_id_field": doc_id_field,
-            "score_field": score_field,
-        }
-        self.client = LLMClient(
-            where=where,
-            base_url_env=url_env,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            max_retries=max_retries,
-            concurrency=concurrency,
-            cache=cache,
-            default_base_url=None,
-            speaks=SPEAKS,
-        )
+    def __init__(self, fields: dict[str, str], client: dict[str, Any]):
+        self.fields, self._options, self._client = fields, client, None
+
+    @property
+    def client(self) -> LLMClient:
+        if self._client is None:
+            self._client = LLMClient(**self._options)
+        return self._client
 
     def replies(self, queries: Sequence[Query]) -> list[dict]:
         body = self.fields["query_field"]
@@ -100,10 +65,48 @@ class HTTPSystem:
         )
 
 
-class _Metered:
-    """Request counts of the component's endpoint, for the run's ``usage``."""
+class _HTTPSystemComponent:
+    """The parameters both components take (they must agree for the reply cache to answer the
+    second request), and the request counts, for the run's ``usage``."""
 
-    system: HTTPSystem
+    slot = ""
+
+    def __init__(
+        self,
+        url_env: str = "RAG_SYSTEM_URL",
+        api_key_env: str = "RAG_SYSTEM_API_KEY",
+        query_field: str = "query",
+        answer_field: str = "answer",
+        documents_field: str = "documents",
+        doc_id_field: str = "id",
+        score_field: str = "score",
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        concurrency: int = 4,
+        cache: bool = True,
+    ):
+        fields = {
+            "query_field": query_field,
+            "answer_field": answer_field,
+            "documents_field": documents_field,
+            "doc_id_field": doc_id_field,
+            "score_field": score_field,
+        }
+        client = dict(
+            where=self.slot,
+            base_url_env=url_env,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_backoff=1.0,
+            concurrency=concurrency,
+            cache=cache,
+            price_per_1k_prompt=0.0,
+            price_per_1k_completion=0.0,
+            default_base_url=None,
+            speaks=SPEAKS,
+        )
+        self.system = HTTPSystem(fields, client)
 
     def usage(self) -> dict[str, Any]:
         return self.system.client.usage()
@@ -120,15 +123,16 @@ class _Metered:
     "http",
     description="your RAG service over HTTP: the documents it returned, in its order",
     requires="pip install 'rag-bench[openai]'",
-    **SYSTEM_PARAMS,
 )
-class HTTPSystemRetriever(_Metered):
+class HTTPSystemRetriever(_HTTPSystemComponent, Retriever):
+    capabilities = frozenset({Capability.PREPARE, Capability.METERED})
     stage = "http"
+    slot = "retriever"
 
     def __init__(self, **params: Any):
-        self.system = HTTPSystem("retriever", **params)
+        super().__init__(**params)
 
-    def bind(self, dataset: Dataset, chunks: Sequence[Chunk]) -> None:
+    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         self.position: dict[str, int] = {}
         for i, chunk in enumerate(chunks):
             self.position.setdefault(chunk.doc_id, i)
@@ -169,11 +173,13 @@ class HTTPSystemRetriever(_Metered):
     "http",
     description="your RAG service over HTTP: the answer it gave",
     requires="pip install 'rag-bench[openai]'",
-    **SYSTEM_PARAMS,
 )
-class HTTPSystemGenerator(_Metered):
+class HTTPSystemGenerator(_HTTPSystemComponent, Generator):
+    capabilities = frozenset({Capability.BATCH, Capability.METERED})
+    slot = "generator"
+
     def __init__(self, **params: Any):
-        self.system = HTTPSystem("generator", **params)
+        super().__init__(**params)
 
     def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
         return self.generate_all([query], [context])[0]

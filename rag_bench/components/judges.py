@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag_bench.components.base import Capability, Judge
 from rag_bench.components.registry import component
 from rag_bench.data.dataset import Dataset
 from rag_bench.errors import RagBenchError, UsageError
@@ -229,15 +230,14 @@ def check_grade(supported_at: int) -> None:
     "judge",
     "lexical",
     description="content-word overlap with a sentence window, number and negation guards",
-    full=0.75,
-    partial=0.5,
-    supported_at=1,
 )
-class LexicalJudge:
+class LexicalJudge(Judge):
     """Grade 2 when ≥ ``full`` of the claim's content words stand in one sentence window of a
     context passage, 1 when ≥ ``partial`` do; a claim counts as supported from grade
     ``supported_at`` on. Numbers must all appear in the passage and no shared word may be
     negated on one side only, else the grade is 0."""
+
+    capabilities = frozenset({Capability.PREPARE})
 
     def __init__(self, full: float = 0.75, partial: float = 0.5, supported_at: int = 1):
         if not 0 < partial <= full <= 1:
@@ -322,7 +322,9 @@ def _normal(text: str) -> str:
 
 
 @component("judge", "annotated", description="the claim labels of answers.jsonl (supported_by)")
-class AnnotatedJudge:
+class AnnotatedJudge(Judge):
+    capabilities = frozenset({Capability.PREPARE})
+
     def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         self.answers = dataset.answers
 

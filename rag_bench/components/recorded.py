@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_bench.components.base import Capability, Chunker, Retriever
 from rag_bench.components.chunking import WholeDocument
 from rag_bench.components.registry import component
 from rag_bench.data.dataset import Dataset
@@ -19,12 +20,14 @@ from rag_bench.model import Chunk, Doc, Hits, Query
     "recorded",
     description="the passages a system recorded for each document; whole documents otherwise",
 )
-class RecordedChunker:
+class RecordedChunker(Chunker):
     """The chunks are the passages the recorded system retrieved (in the order first met), so
     claims are judged against the text the system saw; a document it never returned, or one
     recorded by id only, is one whole chunk."""
 
-    def bind(self, dataset: Dataset) -> None:
+    capabilities = frozenset({Capability.READS_DATASET})
+
+    def read_dataset(self, dataset: Dataset) -> None:
         self.passages: dict[str, list[Chunk]] = {}
         seen: set[str] = set()
         for answer in dataset.answers.values():
@@ -38,10 +41,11 @@ class RecordedChunker:
 
 
 @component("retriever", "recorded", description="replays the rankings recorded in answers.jsonl")
-class RecordedRetriever:
+class RecordedRetriever(Retriever):
+    capabilities = frozenset({Capability.PREPARE, Capability.SELECTS_QUERIES})
     stage = "recorded"
 
-    def bind(self, dataset: Dataset, chunks: Sequence[Chunk]) -> None:
+    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         if not dataset.answers:
             raise RagBenchError(
                 f"dataset {dataset.name!r} has no answers.jsonl to replay",

@@ -15,6 +15,8 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
+from rag_bench.components import base
+from rag_bench.components.params import coerce, parameters
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 
 COMPONENT_GROUP = "rag_bench.components"
@@ -35,12 +37,16 @@ SLOT_KINDS = {
 
 @dataclass(frozen=True)
 class ComponentSpec:
-    """A named, parameterised building block: ``factory(**params)`` makes one."""
+    """A named, parameterised building block: ``factory(**params)`` makes one.
+
+    ``params`` are the defaults and ``types`` the declared types of its parameters, both read
+    from ``factory.__init__`` by :func:`~rag_bench.components.params.parameters`."""
 
     kind: str
     name: str
     factory: Callable[..., Any]
     params: dict[str, Any] = field(default_factory=dict)
+    types: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     requires: str | None = None  # the pip install that provides an optional backend
     origin: str = "?"
@@ -57,34 +63,31 @@ class VariantSpec:
     service: str | None = None  # what it calls outside the dataset; `--variant all` skips it
 
 
-def component(
-    kind: str, name: str, *, description: str = "", requires: str | None = None, **params
-):
-    """Class decorator attaching a :class:`ComponentSpec` (defaults = ``params``) as ``.spec``."""
+def component(kind: str, name: str, *, description: str = "", requires: str | None = None):
+    """Class decorator attaching a :class:`ComponentSpec` as ``.spec``; the parameters come
+    from the class's ``__init__``, the description from the docstring's first line unless
+    given."""
 
     def attach(cls):
-        cls.spec = ComponentSpec(
-            kind,
-            name,
-            cls,
-            dict(params),
-            description or (cls.__doc__ or "").strip().split("\n")[0],
-            requires,
-        )
+        defaults, types = parameters(cls)
+        summary = description or (cls.__doc__ or "").strip().split("\n")[0]
+        cls.spec = ComponentSpec(kind, name, cls, defaults, types, summary, requires)
         return cls
 
     return attach
 
 
 def _entries(group: str) -> Iterable[tuple[Any, str]]:
+    """(spec, package) of everything a group's entry points name: a spec, a component class
+    (its ``.spec``), a list of them, or a function returning one of those."""
     for entry in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
         origin = entry.dist.name if entry.dist is not None else entry.name
         loaded = entry.load()
-        items = loaded() if callable(loaded) and not hasattr(loaded, "spec") else loaded
+        items = loaded() if callable(loaded) and not isinstance(loaded, type) else loaded
         if not isinstance(items, (list, tuple)):
             items = [items]
         for item in items:
-            yield getattr(item, "spec", item), origin
+            yield (item.spec if isinstance(item, type) else item), origin
 
 
 @dataclass
@@ -93,6 +96,8 @@ class Registry:
     variants: dict[str, VariantSpec]
 
     def add_component(self, spec: ComponentSpec, origin: str) -> None:
+        """Register a component once it satisfies its slot's contract."""
+        base.declared(spec.kind, spec.factory)
         self.components[(spec.kind, spec.name)] = replace(spec, origin=origin)
 
     def add_variant(self, spec: VariantSpec, origin: str) -> None:
@@ -125,29 +130,6 @@ def registry() -> Registry:
 
 
 # --- resolving a variant's parameters ----------------------------------------------------
-
-
-def _coerce(value: Any, default: Any, where: str) -> Any:
-    """Give an override the type of the parameter's default."""
-    if default is None or isinstance(value, type(default)):
-        return value
-    try:
-        if isinstance(default, bool):
-            if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-                return value.lower() in ("true", "1", "yes")
-            raise ValueError
-        if isinstance(default, (int, float)) and not isinstance(value, bool):
-            return type(default)(value)
-        if isinstance(default, str):
-            return str(value)
-        if isinstance(default, (list, tuple)) and isinstance(value, str):
-            return type(default)(v.strip() for v in value.split(","))
-    except (TypeError, ValueError):
-        pass
-    raise UsageError(
-        f"{where}={value!r} is not a {type(default).__name__}",
-        f"give {where} a value like {default!r}",
-    )
 
 
 def parse_override(text: str) -> tuple[str, str, Any]:
@@ -200,7 +182,8 @@ def resolve(
                 raise UnknownNameError(
                     f"parameter of {kind} {spec.name!r}", param, list(spec.params)
                 )
-            params[param] = _coerce(value, spec.params[param], f"{slot}.{param}")
+            declared = spec.types.get(param, type(spec.params[param]))
+            params[param] = coerce(value, declared, f"{slot}.{param}")
         resolved[slot] = {"name": spec.name, **params}
     return resolved
 

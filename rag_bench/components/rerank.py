@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_bench.components.base import Capability, Reranker
 from rag_bench.components.registry import component
 from rag_bench.components.termstats import TermWeights
 from rag_bench.data.dataset import Dataset
@@ -155,15 +156,19 @@ def check_top_n(top_n: int) -> None:
     "reranker",
     "proximity",
     description="fixed blend of coverage, proximity, word pairs, title and first-stage rank",
-    top_n=30,
-    prior=0.35,
-    coverage=1.0,
-    proximity=0.3,
-    pairs=0.3,
-    title=0.2,
 )
-class ProximityReranker:
-    def __init__(self, top_n=30, prior=0.35, coverage=1.0, proximity=0.3, pairs=0.3, title=0.2):
+class ProximityReranker(Reranker):
+    capabilities = frozenset({Capability.PREPARE})
+
+    def __init__(
+        self,
+        top_n: int = 30,
+        prior: float = 0.35,
+        coverage: float = 1.0,
+        proximity: float = 0.3,
+        pairs: float = 0.3,
+        title: float = 0.2,
+    ):
         check_top_n(top_n)
         self.top_n = top_n
         self.weights = np.array([prior, coverage, proximity, pairs, title, 0.0, 0.0, 0.0, 0.0])
@@ -185,14 +190,10 @@ class ProximityReranker:
     "reranker",
     "ltr",
     description="pairwise logistic regression on passage features, cross-fitted over query folds",
-    top_n=30,
-    folds=5,
-    seed=0,
-    c=1.0,
 )
-class LearnedReranker:
+class LearnedReranker(Reranker):
     # the fold models are trained on the run's other queries: reranking needs them all at once
-    learns_across_queries = True
+    capabilities = frozenset({Capability.PREPARE, Capability.LEARNS_ACROSS_QUERIES})
 
     def __init__(self, top_n: int = 30, folds: int = 5, seed: int = 0, c: float = 1.0):
         check_top_n(top_n)

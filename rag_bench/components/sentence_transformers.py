@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_bench.components.base import Capability, Encoder, Judge, Reranker
 from rag_bench.components.dense import normalise
 from rag_bench.components.judges import check_grade
 from rag_bench.components.registry import component
@@ -90,17 +91,13 @@ def _check_batch(where: str, batch_size: int) -> None:
     "sentence-transformers",
     description="a sentence-transformers bi-encoder (model name or local path)",
     requires=INSTALL,
-    model="sentence-transformers/all-MiniLM-L6-v2",
-    batch_size=32,
-    device="cpu",
-    query_prefix="",
-    passage_prefix="",
-    max_seq_length=0,
 )
-class SentenceTransformerEncoder:
+class SentenceTransformerEncoder(Encoder):
     """Unit-length embeddings from ``SentenceTransformer.encode``. ``query_prefix`` and
     ``passage_prefix`` are prepended for models trained with them (e5: ``"query: "`` and
     ``"passage: "``); ``max_seq_length`` > 0 truncates inputs to that many tokens."""
+
+    capabilities = frozenset({Capability.INDEPENDENT_EMBEDDINGS})
 
     def __init__(
         self,
@@ -163,15 +160,12 @@ class SentenceTransformerEncoder:
     "cross-encoder",
     description="a sentence-transformers cross-encoder scores the top candidates",
     requires=INSTALL,
-    model="cross-encoder/ms-marco-MiniLM-L-6-v2",
-    top_n=30,
-    batch_size=32,
-    device="cpu",
-    max_length=512,
 )
-class CrossEncoderReranker:
+class CrossEncoderReranker(Reranker):
     """Scores (query, title + passage) pairs of each query's top ``top_n`` candidates with
     ``CrossEncoder.predict`` and sorts them by score; the rest keep their order below."""
+
+    capabilities = frozenset({Capability.PREPARE})
 
     def __init__(
         self,
@@ -234,14 +228,8 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
     "nli",
     description="an NLI cross-encoder: P(passage entails claim) graded by thresholds",
     requires=INSTALL,
-    model="cross-encoder/nli-deberta-v3-xsmall",
-    full=0.9,
-    partial=0.5,
-    supported_at=1,
-    batch_size=32,
-    device="cpu",
 )
-class NLIJudge:
+class NLIJudge(Judge):
     """Grade 2 when some context passage entails the claim with probability ≥ ``full``, 1 when
     ≥ ``partial``, else 0; the claim is supported by the documents of the passages reaching
     grade ``supported_at``. The label order is read from the model's config."""
@@ -264,9 +252,6 @@ class NLIJudge:
         self.model, self.full, self.partial = model, full, partial
         self.supported_at, self.batch_size, self.device = supported_at, batch_size, device
         import_backend("sentence_transformers", INSTALL, "the NLI judge")
-
-    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
-        pass
 
     def _entailment_column(self, model) -> int:
         inner = getattr(model, "model", None)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_bench.components.base import Capability, Retriever
 from rag_bench.components.hits import top_k_rows
 from rag_bench.components.registry import component
 from rag_bench.model import Hits, Query
@@ -60,11 +61,9 @@ def top_positive(scores: np.ndarray, depth: int) -> Hits:
     "retriever",
     "bm25",
     description="BM25 on bm25s (k1, b, method)",
-    k1=1.5,
-    b=0.75,
-    method="lucene",
 )
-class BM25Retriever:
+class BM25Retriever(Retriever):
+    capabilities = frozenset({Capability.INDEX})
     stage = "bm25"
 
     def __init__(self, k1: float = 1.5, b: float = 0.75, method: str = "lucene"):

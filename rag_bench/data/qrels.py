@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.errors import DataError
-from rag_bench.io.tabular import GRADE, ID, Field, RecordFormat, read_records
+from rag_bench.io.tabular import COMMENT, GRADE, ID, Field, RecordFormat, read_records
 
 TREC_QRELS = RecordFormat(
     what="TREC qrels",
@@ -93,11 +93,12 @@ class Qrels:
 
 
 def _qrels_format(path: Path) -> RecordFormat:
-    """TREC qrels have four fields; BEIR TSV qrels three, after a ``query-id`` header."""
+    """TREC qrels have four fields; BEIR TSV qrels three, after a ``query-id`` header. Comment
+    lines (``#``) say nothing about the format."""
     with path.open("rb") as handle:
-        for raw in handle:
-            fields = raw.removeprefix(b"\xef\xbb\xbf").split()
-            if not fields:
+        for number, raw in enumerate(handle, start=1):
+            fields = raw.removeprefix(b"\xef\xbb\xbf").split(maxsplit=4)
+            if not fields or fields[0].startswith(COMMENT.encode()):
                 continue
             if fields[0].lower() in (b"query-id", b"query_id", b"qid"):
                 return BEIR_QRELS  # a header line: BEIR TSV, whatever else the line holds
@@ -111,9 +112,10 @@ def _qrels_format(path: Path) -> RecordFormat:
                 return PLAIN_QRELS
             raise DataError(
                 path,
-                f"a qrels line has 3 fields (BEIR) or 4 (TREC), this one has {len(fields)}",
+                f"a qrels line has 3 fields (BEIR) or 4 (TREC), this one has "
+                f"{len(fields) if len(fields) < 4 else 'more than 4'}",
                 f"write each line as '{TREC_QRELS.layout_hint}' or '{PLAIN_QRELS.layout_hint}'",
-                1,
+                number,
             )
     raise DataError(
         path, "the qrels file has no records", f"each line is: {TREC_QRELS.layout_hint}"

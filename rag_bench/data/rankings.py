@@ -17,6 +17,7 @@ TREC_RUN = RecordFormat(
     fields=(Field("query_id", 0, ID), Field("doc_id", 2, TEXT_ID), Field("score", 4, SCORE)),
     unique=("query_id", "doc_id"),  # trec_eval rejects a document retrieved twice for a query
     layout_hint="query-id Q0 doc-id rank score run-tag",
+    trailing=True,  # trec_eval ignores whatever follows the run tag
 )
 
 

@@ -1,5 +1,8 @@
 """Answer-side metrics of one query: what the generator did with the evidence.
 
+Which metrics exist, their direction and the queries they apply to are declared in the metric
+catalogue (:mod:`rag_bench.evaluation.measures`); this module computes them.
+
 Every metric is NULL (None) where it is undefined, never a silent 0: faithfulness without
 claims, citation precision without citations, retrieval-context metrics without a gold answer
 or relevant documents, the refusal metrics on the kind of query they do not apply to.
@@ -14,30 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag_bench.evaluation.measures import answer_metric_names
 from rag_bench.model import Chunk, Claim, Query, Verdict
 from rag_bench.text.claims import strip_markers
 from rag_bench.text.scripts import HAN, fold_width, has_han
 
 ARTICLES = {"a", "an", "the"}
 HAN_OR_OTHER = re.compile(f"[{HAN}]|[^{HAN}]+")
-ANSWER_METRICS = (
-    "faithfulness",
-    "citation_precision",
-    "citation_coverage",
-    "answer_relevance",
-    "answer_exact",
-    "answer_f1",
-    "correct_refusal",
-    "over_refusal",
-    "answered_unanswerable",
-)
-# Metrics where a rise is a regression (every other metric: higher is better).
-LOWER_IS_BETTER = frozenset({"over_refusal", "answered_unanswerable"})
-CONTEXT_FAMILIES = ("context_precision", "context_recall", "answer_span_recall")
-
-
-def answer_metric_names(ks: Sequence[int]) -> list[str]:
-    return list(ANSWER_METRICS) + [f"{family}@{k}" for k in ks for family in CONTEXT_FAMILIES]
 
 
 def words(text: str) -> list[str]:

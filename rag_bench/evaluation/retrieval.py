@@ -20,8 +20,13 @@ import pyarrow.compute as pc
 
 from rag_bench.data.qrels import Qrels, load_qrels
 from rag_bench.data.rankings import Run, load_run
-from rag_bench.errors import DataError, UsageError
-from rag_bench.evaluation.measures import DEFAULT_EVAL_MEASURES, Measure, parse_measures
+from rag_bench.errors import DataError, check_number
+from rag_bench.evaluation.measures import (
+    DEFAULT_EVAL_MEASURES,
+    RANKING,
+    Measure,
+    parse_measures,
+)
 from rag_bench.io.tabular import ROW_BLOCK, IdColumn, combine_keys, run_starts, scaled_keys
 
 
@@ -247,8 +252,7 @@ def rank_and_judge(
     qrels: Qrels, run: Run, *, complete: bool = False, rel_level: int = 1
 ) -> RankedJudgements:
     """Join a run with its qrels over the queries to evaluate (trec_eval's rules)."""
-    if rel_level < 1:
-        raise UsageError(f"--rel-level {rel_level} is below 1", "relevant means grade ≥ 1 or more")
+    check_number("rel_level", rel_level, 1, whole=True)
     evaluated = _evaluated_queries(qrels, run, complete)
     run_queries = _Queries.of(run.frame["query_id"], evaluated)
     qrels_qidx = _Queries.of(qrels.frame["query_id"], evaluated).index()
@@ -438,8 +442,8 @@ def evaluate_run(
 
 def _as_measures(metrics) -> list[Measure]:
     if isinstance(metrics, str):
-        return parse_measures(metrics)
+        return parse_measures(metrics, groups=(RANKING,))
     items = list(metrics)
     if items and all(isinstance(m, Measure) for m in items):
         return items
-    return parse_measures([str(m) for m in items])
+    return parse_measures([str(m) for m in items], groups=(RANKING,))

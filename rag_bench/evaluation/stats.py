@@ -14,6 +14,7 @@ import numpy as np
 from rag_bench.errors import UnknownNameError
 
 BLOCK = 1000  # resamples drawn per block, bounding memory for large query sets
+MAX_RESAMPLES = 1_000_000  # beyond this the p-values and intervals change in digits nobody reads
 
 
 def randomization_test(d: np.ndarray, resamples: int = 10_000, seed: int = 0) -> float:

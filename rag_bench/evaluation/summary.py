@@ -1,4 +1,4 @@
-"""A run's metrics summed up: the mean of each metric per slice, and the headline metrics."""
+"""A run's metrics summed up: the mean of each metric per slice."""
 
 from __future__ import annotations
 
@@ -30,18 +30,3 @@ def slice_means(metrics: pd.DataFrame, names, by: str = "category") -> pd.DataFr
     table = table.reindex(index=order, columns=[n for n in names if n in table.columns])
     table.insert(0, "n", counts.reindex(table.index).astype(int))
     return table.reset_index().rename(columns={by: by})
-
-
-def headline_metrics(ks) -> list[str]:
-    """Retrieval at k = 10 (or the largest cutoff below it), then the answer-side essentials."""
-    below = [k for k in ks if k <= 10]
-    k = max(below) if below else min(ks)
-    return [
-        f"recall@{k}",
-        f"mrr@{k}",
-        f"ndcg@{k}",
-        "faithfulness",
-        "answer_exact",
-        "correct_refusal",
-        "over_refusal",
-    ]

@@ -29,7 +29,7 @@ import pandas as pd
 from rag_bench import __version__
 from rag_bench.components.registry import VariantSpec, registry, resolve
 from rag_bench.data.dataset import Dataset, load_dataset
-from rag_bench.errors import DataError, RagBenchError, UsageError
+from rag_bench.errors import DataError, ParameterError, RagBenchError, UsageError, check_number
 from rag_bench.experiment.provenance import git_commit, package_versions
 from rag_bench.experiment.traces import build_traces
 from rag_bench.io.cache import Cache, default_cache_dir
@@ -113,12 +113,11 @@ class Selection:
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
-    ks = tuple(sorted(set(int(k) for k in ks)))
-    if not ks or ks[0] < 1:
-        raise UsageError(
-            f"--k {','.join(map(str, ks))} has a cutoff below 1", "use cutoffs like 1,3,5,10"
-        )
-    return ks
+    if not ks:
+        raise ParameterError("ks", (), "one or more whole numbers ≥ 1, e.g. 1,3,5,10")
+    for k in ks:
+        check_number("ks", k, 1, whole=True)
+    return tuple(sorted(set(int(k) for k in ks)))
 
 
 class RunInterrupted(KeyboardInterrupt):

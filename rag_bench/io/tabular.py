@@ -5,6 +5,10 @@ vectorised tests. Whenever anything is off (a parse error, a bad value, a duplic
 read again line by line, which finds the first offending line and reports it by number. The slow
 path is also what accepts irregular whitespace (several spaces, mixed tabs), as trec_eval does.
 
+The forms trec_eval 10 reads are read alike: a line starting with ``#`` is a comment, grades may be
+negative (judged non-relevant; trec_eval calls them unjudged, which no metric here tells apart),
+and a format may ignore fields after its last one (trec_eval's run lines).
+
 Identifiers come in two kinds. :data:`ID` columns (query ids, qrels' document ids) become pandas
 Categoricals. :data:`TEXT_ID` columns (a run's document ids: millions of rows, about as many
 distinct values) stay Arrow-backed strings, because building a dictionary over them costs more than
@@ -32,7 +36,10 @@ from rag_bench.io.textfile import text_lines
 ID = "id"  # a string identifier, kept as a pandas Categorical
 TEXT_ID = "text id"  # a string identifier with about as many values as rows, kept as strings
 SCORE = "score"  # a finite float
-GRADE = "grade"  # a non-negative integer
+GRADE = "grade"  # an integer within GRADES
+GRADES = (-127, 127)  # the grades trec_eval documents
+COMMENT = "#"
+MAX_FAST_EXTRA = 4  # trailing fields the fast path reads (and drops); more go the slow way
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class RecordFormat:
     unique: tuple[str, ...]  # names of the fields that together must be unique
     layout_hint: str  # how a correct line looks, for error messages
     header: bool = False
+    trailing: bool = False  # fields after the n_fields-th are ignored
 
     def field_names(self) -> list[str]:
         return [f.name for f in self.fields]
@@ -74,28 +82,32 @@ def read_records(path: str | Path, fmt: RecordFormat) -> pd.DataFrame:
     return frame
 
 
-def _delimiter(path: Path) -> str | None:
-    """The single-character delimiter of the first record line, if the line is regular."""
+def _first_line(path: Path) -> tuple[str | None, int]:
+    """The single-character delimiter of the first line (``None`` unless the line is regular,
+    not a comment, and the file's first), and its number of fields."""
     with path.open("rb") as handle:
         for raw in handle:
             line = raw.rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf")
             if line.strip():
+                if line.startswith(COMMENT.encode()):
+                    return None, 0
                 if b"\t" in line and b" " not in line:
-                    return "\t"
+                    return "\t", line.count(b"\t") + 1
                 if b" " in line and b"\t" not in line:
-                    return " "
-                return None
-    return None
+                    return " ", line.count(b" ") + 1
+                return None, 0
+    return None, 0
 
 
 def _read_fast(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    delimiter = _delimiter(path)
-    if delimiter is None:
+    delimiter, n_fields = _first_line(path)
+    extra = n_fields - fmt.n_fields
+    if delimiter is None or extra < 0 or extra > (MAX_FAST_EXTRA if fmt.trailing else 0):
         return None
-    names = [f"f{i}" for i in range(fmt.n_fields)]
+    names = [f"f{i}" for i in range(n_fields)]
     for field in fmt.fields:
         names[field.position] = field.name
     # large_string: what pandas' Arrow-backed strings hold, so they take the column without a copy
@@ -318,14 +330,27 @@ def take(values, rows: np.ndarray):
 
 def _valid(frame: pd.DataFrame, fmt: RecordFormat) -> bool:
     """Vectorised checks of what the fast path read; any failure sends the file to the slow
-    path, which finds and names the offending line."""
+    path, which finds and names the offending line (or skips a comment)."""
     for field in fmt.fields:
         values = frame[field.name].array
+        if field.position == 0 and _comments(values):
+            return False
         if field.kind == SCORE and not np.isfinite(values).all():
             return False
-        if field.kind == GRADE and (values < 0).any():
+        if field.kind == GRADE and not _within(np.asarray(values), *GRADES):
             return False
     return not fmt.unique or not _may_repeat(frame, fmt.unique)
+
+
+def _within(values: np.ndarray, low: int, high: int) -> bool:
+    return bool(len(values) == 0 or (values.min() >= low and values.max() <= high))
+
+
+def _comments(first_fields) -> bool:
+    """Whether a line's first field starts a comment (the first field is a query id, a
+    Categorical: only its distinct values are looked at)."""
+    values = first_fields.categories if isinstance(first_fields, pd.Categorical) else first_fields
+    return bool(pd.Index(values).astype(str).str.startswith(COMMENT).any())
 
 
 def _exact_or_hashed(column: pd.Series) -> np.ndarray:
@@ -382,33 +407,53 @@ def _convert(value: str, kind: str) -> object:
         return number
     if kind == GRADE:
         grade = int(value)
-        if grade < 0:
-            raise ValueError("negative")
+        if not GRADES[0] <= grade <= GRADES[1]:
+            raise ValueError("out of range")
         return grade
     return value
 
 
 _KIND_HINT = {
     SCORE: "a finite number",
-    GRADE: "a whole number ≥ 0 (0 = judged non-relevant)",
+    GRADE: f"a whole number from {GRADES[0]} to {GRADES[1]} (0 or less: judged non-relevant)",
 }
+
+
+def _records(path: Path, fmt: RecordFormat):
+    """(line number, fields) of each record line: comments skipped, then the header if any.
+
+    A line is split into at most ``n_fields + 1`` pieces, so a huge line costs one pass over it.
+    """
+    lines = (
+        (number, line) for number, line in text_lines(path) if not line.lstrip().startswith(COMMENT)
+    )
+    if fmt.header:
+        next(lines, None)
+    for number, line in lines:
+        parts = line.split(maxsplit=fmt.n_fields)
+        if len(parts) < fmt.n_fields or (len(parts) > fmt.n_fields and not fmt.trailing):
+            found = _field_count(line, parts, fmt.n_fields)
+            raise DataError(
+                path,
+                f"expected {fmt.n_fields} fields in a {fmt.what} line, found {found}",
+                f"each line is: {fmt.layout_hint}",
+                number,
+            )
+        yield number, parts
+
+
+def _field_count(line: str, parts: list[str], n_fields: int) -> int | str:
+    """How many fields a line has, for the error: counted exactly unless the line is too long
+    to split whole."""
+    if len(parts) <= n_fields or len(line) < 4096:
+        return len(line.split())
+    return f"more than {n_fields}"
 
 
 def _read_slow(path: Path, fmt: RecordFormat) -> pd.DataFrame:
     columns: dict[str, list] = {f.name: [] for f in fmt.fields}
     seen: dict[tuple, int] = {}
-    lines = text_lines(path)
-    if fmt.header:
-        next(lines, None)
-    for number, line in lines:
-        parts = line.split()
-        if len(parts) != fmt.n_fields:
-            raise DataError(
-                path,
-                f"expected {fmt.n_fields} fields in a {fmt.what} line, found {len(parts)}",
-                f"each line is: {fmt.layout_hint}",
-                number,
-            )
+    for number, parts in _records(path, fmt):
         for field in fmt.fields:
             value = parts[field.position]
             try:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rag_bench.components.base import Capability
 from rag_bench.components.chunking import chunk_corpus
 from rag_bench.components.dense import DenseIndex
 from rag_bench.components.registry import build
@@ -23,12 +24,10 @@ from rag_bench.model import Chunk, Claim, Generation, Hits, Query, QueryResult, 
 from rag_bench.pipeline.executors import Executor, LocalExecutor
 from rag_bench.text.claims import split_claims
 
-BATCH = 32  # queries per call of a generator's generate_all / a judge's judge_all
-EMBED_BLOCK = 4096  # corpus texts per checkpointed block when embedding with a stateless encoder
-# Built-in encoders that learn nothing from the corpus: each text's embedding depends on that
-# text alone, so a corpus can be embedded block by block. A plugin encoder says so by setting
-# ``independent_embeddings = True``.
-STATELESS_ENCODERS = ("openai", "sentence-transformers")
+BATCH = 32  # queries per task of the executor (and per call of generate_all, judge_all)
+# corpus texts per checkpointed block when embedding with an encoder declaring
+# INDEPENDENT_EMBEDDINGS
+EMBED_BLOCK = 4096
 CHECKPOINTED_LATENCY = ("generate", "judge")
 
 
@@ -57,24 +56,27 @@ class Pipeline:
         self.cache = cache or Cache(None)
         self.analyzer = build("analyzer", resolved.get("analyzer", {"name": "en"}))
         self.chunker = build("chunker", resolved.get("chunker", {"name": "fixed"}))
-        self.retrievers = []
-        if "retriever" in resolved:
-            self.retrievers.append(build("retriever", resolved["retriever"]))
-        if "encoder" in resolved:
-            self.retrievers.append(DenseIndex(build("encoder", resolved["encoder"])))
+        self.retriever = self._optional("retriever")
+        encoder = self._optional("encoder")
+        self.dense = DenseIndex(encoder) if encoder is not None else None
+        self.retrievers = [r for r in (self.retriever, self.dense) if r is not None]
         if not self.retrievers:
             raise UsageError(
                 "the variant has no retriever and no encoder", "fill the retriever slot"
             )
-        self.fuser = build("fusion", resolved["fusion"]) if "fusion" in resolved else None
+        self.fuser = self._optional("fusion")
         if len(self.retrievers) > 1 and self.fuser is None:
             raise UsageError(
                 "two retrievers need a fusion component", "fill the fusion slot, e.g. rrf"
             )
-        self.reranker = build("reranker", resolved["reranker"]) if "reranker" in resolved else None
+        self.reranker = self._optional("reranker")
         self.generator = build("generator", resolved.get("generator", {"name": "extractive"}))
         self.judge = build("judge", resolved.get("judge", {"name": "lexical"}))
         self.chunks: list[Chunk] = []
+
+    def _optional(self, slot: str) -> Any:
+        """The component a slot names, or None when the variant leaves the slot empty."""
+        return build(slot, self.config[slot]) if slot in self.config else None
 
     # --- indexing ---------------------------------------------------------------------
 
@@ -82,8 +84,8 @@ class Pipeline:
         report = IndexReport()
         executor = executor or LocalExecutor()
         started = time.perf_counter()
-        if hasattr(self.chunker, "bind"):  # a chunker that reads the dataset (recorded passages)
-            self.chunker.bind(dataset)
+        if Capability.READS_DATASET in self.chunker.capabilities:
+            self.chunker.read_dataset(dataset)
         self.chunks = chunk_corpus(self.chunker, dataset.docs.values())
         report.n_chunks = len(self.chunks)
         report.seconds["chunk"] = time.perf_counter() - started
@@ -92,19 +94,20 @@ class Pipeline:
         texts = [c.index_text for c in self.chunks]
         for retriever in self.retrievers:
             started = time.perf_counter()
-            if hasattr(retriever, "bind"):
-                retriever.bind(dataset, self.chunks)
-                report.cached[retriever.stage] = False
-            else:
+            if Capability.INDEX in retriever.capabilities:
                 report.cached[retriever.stage] = self._fit_cached(
                     retriever, texts, fingerprint, executor
                 )
+            else:
+                if Capability.PREPARE in retriever.capabilities:
+                    retriever.prepare(dataset, self.chunks, self.analyzer)
+                report.cached[retriever.stage] = False
             report.seconds[f"index_{retriever.stage}"] = time.perf_counter() - started
         parts = {"reranker": self.reranker, "generator": self.generator, "judge": self.judge}
         for slot, component in parts.items():
-            if component is not None and hasattr(component, "prepare"):
+            if component is not None and Capability.PREPARE in component.capabilities:
                 started = time.perf_counter()
-                if _caches_preparation(component):
+                if Capability.CACHE in component.capabilities:
                     report.cached[slot] = self._prepare_cached(component, dataset, fingerprint)
                 else:
                     component.prepare(dataset, self.chunks, self.analyzer)
@@ -138,7 +141,10 @@ class Pipeline:
         self, retriever, texts: list[str], fingerprint: str, executor: Executor
     ) -> bool:
         material = self._material(retriever, fingerprint)
-        blockwise = _embeds_independently(retriever)
+        blockwise = (
+            retriever is self.dense
+            and Capability.INDEPENDENT_EMBEDDINGS in self.dense.encoder.capabilities
+        )
 
         def fit():
             if blockwise:
@@ -163,8 +169,7 @@ class Pipeline:
         embeddings, are the same as in one pass. Blocks not in the cache are embedded through
         the executor (on a Ray cluster: in parallel, on the workers)."""
         encoder = index.encoder
-        batch = max(int(getattr(encoder, "batch_size", 1) or 1), 1)
-        size = math.ceil(EMBED_BLOCK / batch) * batch
+        size = math.ceil(EMBED_BLOCK / encoder.batch_size) * encoder.batch_size
         blocks = self.cache.blocks(index.stage, material)
         parts: list[np.ndarray | None] = []
         missing = []
@@ -186,19 +191,20 @@ class Pipeline:
         index.embeddings = np.vstack(parts)
 
     def _metered(self) -> dict[str, Any]:
-        """The components that may call paid services, by slot."""
-        parts = {
-            "retriever": self.retrievers[0] if self.retrievers else None,
-            "encoder": getattr(self.retrievers[-1], "encoder", None),
-            "reranker": self.reranker,
-            "generator": self.generator,
-            "judge": self.judge,
-        }
-        return {slot: c for slot, c in parts.items() if c is not None}
+        """The components that call paid services (declaring METERED), by slot."""
+        return _metered(
+            {
+                "retriever": self.retriever,
+                "encoder": self.dense.encoder if self.dense is not None else None,
+                "reranker": self.reranker,
+                "generator": self.generator,
+                "judge": self.judge,
+            }
+        )
 
     def usage(self) -> dict[str, dict]:
         """What the components that call paid services consumed (requests, tokens, cost)."""
-        return {slot: c.usage() for slot, c in self._metered().items() if hasattr(c, "usage")}
+        return {slot: c.usage() for slot, c in self._metered().items()}
 
     def tally(self) -> dict[str, dict]:
         """The raw counts behind :meth:`usage`, which add up across copies of the pipeline."""
@@ -208,7 +214,7 @@ class Pipeline:
 
     def select_queries(self, query_ids: Sequence[str]) -> list[str]:
         for retriever in self.retrievers:
-            if hasattr(retriever, "select_queries"):
+            if Capability.SELECTS_QUERIES in retriever.capabilities:
                 query_ids = retriever.select_queries(query_ids)
         return list(query_ids)
 
@@ -236,15 +242,16 @@ class Pipeline:
         The work goes to the ``executor`` in blocks of ``BATCH`` queries: first ranking
         (retrieval, fusion and a reranker that looks at one query at a time), then answering
         (generation, claims, judging). A reranker that learns across queries
-        (``learns_across_queries``) reranks all of them here, between the two. A batched
+        (LEARNS_ACROSS_QUERIES) reranks all of them here, between the two. A batched
         stage's time is divided evenly over the queries of its block. With a ``checkpoint``,
         each block of generated and judged queries is saved as it completes, and a query
         already answered there from the same ranking is not generated again.
         """
         executor = executor or LocalExecutor()
         queries = list(queries)
-        rerank_in_blocks = self.reranker is not None and not getattr(
-            self.reranker, "learns_across_queries", False
+        rerank_in_blocks = (
+            self.reranker is not None
+            and Capability.LEARNS_ACROSS_QUERIES not in self.reranker.capabilities
         )
         stages: list[dict[str, Hits]] = []
         timings: list[dict[str, float]] = []
@@ -302,10 +309,10 @@ class Pipeline:
         executor: Executor | None = None,
     ) -> list[QueryResult]:
         """Generate answers from the final rankings, split them into claims and judge them, in
-        blocks of ``BATCH`` queries, each block a task of the executor. Within a block, the
-        generator's ``generate_all`` and the judge's ``judge_all`` take all its queries where
-        they have them (components that send requests run them concurrently), one query at a
-        time otherwise. With a ``checkpoint``, answers found there are reused and only the rest
+        blocks of ``BATCH`` queries, each block a task of the executor. Within a block, a
+        generator or judge declaring BATCH gets all its queries in one call of ``generate_all``
+        or ``judge_all`` (components that send requests run them concurrently), the others one
+        query at a time. With a ``checkpoint``, answers found there are reused and only the rest
         of each block is computed; each block is saved as it completes."""
         executor = executor or LocalExecutor()
         results: list[QueryResult | None] = [None] * len(queries)
@@ -343,8 +350,7 @@ class Pipeline:
         return digest({"query": [query.id, query.text], "ranking": ranking})
 
     def _context(self, final: Hits) -> list[int]:
-        context_k = getattr(self.generator, "context_k", None)
-        return [int(p) for p in final.index[:context_k]]
+        return [int(p) for p in final.index[: self.generator.context_k]]
 
     def _restore(
         self, record: dict | None, stages: dict[str, Hits], timings: dict[str, float]
@@ -374,7 +380,7 @@ class Pipeline:
         finals = [list(s.values())[-1] for s in stages]
         ranked = [[self.chunks[p] for p in final.index] for final in finals]
         latency = [dict(t) for t in timings]
-        if hasattr(self.generator, "generate_all"):
+        if Capability.BATCH in self.generator.capabilities:
             started = time.perf_counter()
             generations = self.generator.generate_all(queries, ranked)
             each = 1000 * (time.perf_counter() - started) / max(len(queries), 1)
@@ -392,7 +398,7 @@ class Pipeline:
         verdicts: list[list[Verdict]] = [[] for _ in queries]
         for t in latency:
             t["judge"] = 0.0
-        if hasattr(self.judge, "judge_all"):
+        if Capability.BATCH in self.judge.capabilities:
             started = time.perf_counter()
             if judged:
                 found = self.judge.judge_all(
@@ -449,13 +455,23 @@ def _respond_block(pipeline: Pipeline, work) -> tuple[list[QueryResult], dict]:
 
 def _embed_block(shared, texts: list[str]) -> tuple[np.ndarray, dict]:
     encoder, analyzer = shared
-    before = _tally({"encoder": encoder})
+    metered = _metered({"encoder": encoder})
+    before = _tally(metered)
     vectors = np.asarray(encoder.fit(texts, analyzer))
-    return vectors, _difference(_tally({"encoder": encoder}), before)
+    return vectors, _difference(_tally(metered), before)
 
 
-def _tally(components: dict[str, Any]) -> dict[str, dict]:
-    return {slot: c.tally() for slot, c in components.items() if hasattr(c, "tally")}
+def _metered(components: dict[str, Any]) -> dict[str, Any]:
+    """The components declaring METERED (they count what they use), by slot."""
+    return {
+        slot: c
+        for slot, c in components.items()
+        if c is not None and Capability.METERED in c.capabilities
+    }
+
+
+def _tally(metered: dict[str, Any]) -> dict[str, dict]:
+    return {slot: c.tally() for slot, c in metered.items()}
 
 
 def _absorb(components: dict[str, Any], counted: dict[str, dict]) -> None:
@@ -472,28 +488,6 @@ def _difference(after: Any, before: Any) -> Any:
             for k, v in after.items()
         }
     return after - (before or 0)
-
-
-def _caches_preparation(component) -> bool:
-    """A component whose preparation the pipeline may cache: it says what it learns from
-    (``cache_material``) and how to keep it (``save``, ``load``)."""
-    return all(hasattr(component, name) for name in ("cache_material", "save", "load"))
-
-
-def _embeds_independently(retriever) -> bool:
-    """A dense index whose encoder embeds each text on its own (no fitting to the corpus)."""
-    encoder = getattr(retriever, "encoder", None)
-    if encoder is None or not hasattr(retriever, "embeddings"):
-        return False
-    declared = getattr(encoder, "independent_embeddings", None)
-    if declared is not None:
-        return bool(declared)
-    spec = getattr(type(encoder), "spec", None)
-    return (
-        spec is not None
-        and type(encoder).__module__.startswith("rag_bench.")
-        and spec.name in STATELESS_ENCODERS
-    )
 
 
 def _plain(value: Any) -> Any:

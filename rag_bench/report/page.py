@@ -27,16 +27,21 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.analysis.compare import (
-    DEFAULT_METRICS,
     SLICES,
     TIE,
     metric_cutoff,
     query_slices,
 )
-from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
-from rag_bench.evaluation.answer import LOWER_IS_BETTER
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES
-from rag_bench.evaluation.stats import bootstrap_ci
+from rag_bench.evaluation.measures import (
+    canonical,
+    canonical_names,
+    headline_metrics,
+    lower_is_better,
+    not_stored,
+)
+from rag_bench.evaluation.stats import MAX_RESAMPLES, bootstrap_ci
 from rag_bench.evaluation.summary import slice_order
 from rag_bench.runs import RunStore, StoredRun, open_runs
 
@@ -110,10 +115,11 @@ def _quoted(names: Sequence[str]) -> str:
 
 def _load(con, metric: str, metrics: Sequence[str] | None):
     available = [r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY 1").fetchall()]
-    chosen = list(metrics) if metrics else [m for m in DEFAULT_METRICS if m in available]
+    chosen = canonical_names(metrics) if metrics else headline_metrics()
+    chosen = chosen if metrics else [m for m in chosen if m in available]
     for name in [metric, *chosen]:
         if name not in available:
-            raise UnknownNameError("metric in these runs", name, available)
+            raise not_stored("metric in these runs", name, available)
     wanted = list(dict.fromkeys([*chosen, metric]))
     values = con.sql(
         "SELECT run_id, query_id, metric, value FROM metrics "
@@ -301,7 +307,7 @@ def worst_queries(
     else:
         rows["baseline"] = np.nan
     rows["delta"] = rows["value"] - rows["baseline"]
-    worse_first = metric not in LOWER_IS_BETTER
+    worse_first = not lower_is_better(metric)
     rows["_badness"] = -rows["value"] if worse_first else rows["value"]
     rows["_loss"] = (-rows["delta"] if worse_first else rows["delta"]).fillna(0.0)
     ordered = rows.sort_values(["_badness", "_loss", "query_id"], ascending=[False, False, True])
@@ -396,10 +402,9 @@ def report_data(
     allow_mismatch: bool = False,
 ) -> ReportData:
     """Read the runs and build every table of the report (no HTML yet)."""
-    if top < 0:
-        raise UsageError(f"--top {top} is below 0", "e.g. --top 10")
-    if resamples < 1:
-        raise UsageError(f"--resamples {resamples} is below 1", "e.g. --resamples 10000")
+    check_number("top", top, 0, whole=True)
+    check_number("resamples", resamples, 1, MAX_RESAMPLES, whole=True)
+    metric = canonical(metric)
     store = open_runs(runs_dir)
     runs = _resolve(store, refs, allow_mismatch)
     con = store.connect(runs)
@@ -464,7 +469,7 @@ def _number(value: object, digits: int = 3) -> str:
 
 
 def _metric_title(metric: str) -> str:
-    return f"{metric} (lower is better)" if metric in LOWER_IS_BETTER else metric
+    return f"{metric} (lower is better)" if lower_is_better(metric) else metric
 
 
 def _colour(run_ids: list[str], run_id: str) -> str:
@@ -532,7 +537,7 @@ def _means_figure(data: ReportData, go, make_subplots):
 def _scatter_figure(data: ReportData, go):
     pairs = data.pairs
     first, last = data.runs[0], data.runs[-1]
-    lower_better = data.metric in LOWER_IS_BETTER
+    lower_better = lower_is_better(data.metric)
     better = pairs["delta"] < -TIE if lower_better else pairs["delta"] > TIE
     worse = pairs["delta"] > TIE if lower_better else pairs["delta"] < -TIE
     fig = go.Figure()
@@ -834,7 +839,7 @@ def render_report(data: ReportData) -> str:
         if len(data.runs) > 1 and not data.pairs.empty
         else "<p>The per-query scatter needs two runs that share queries.</p>"
     )
-    worse = "highest" if data.metric in LOWER_IS_BETTER else "lowest"
+    worse = "highest" if lower_is_better(data.metric) else "lowest"
     slice_name = data.slice_by or "none"
     sections = [
         f"""<h2 id="means">Means per {e(slice_name)} with 95 % intervals</h2>

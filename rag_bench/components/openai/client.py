@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -46,20 +46,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_BACKOFF_S = 30.0  # longest wait between two attempts, Retry-After included
 CACHE_FORMAT = 1
 UNTRUSTED_TAG = re.compile(r"<(/?\s*passages?)", re.IGNORECASE)
-
-# The parameters every HTTP-backed component takes, with their defaults. Only the *names* of
-# the environment variables are parameters: the values never reach params or the manifest.
-HTTP_PARAMS: dict[str, Any] = {
-    "base_url_env": "OPENAI_BASE_URL",
-    "api_key_env": "OPENAI_API_KEY",
-    "timeout": 60.0,
-    "max_retries": 4,
-    "retry_backoff": 1.0,
-    "concurrency": 4,
-    "cache": True,
-    "price_per_1k_prompt": 0.0,
-    "price_per_1k_completion": 0.0,
-}
 
 
 class EndpointError(RagBenchError):
@@ -81,22 +67,23 @@ class LLMClient:
     """Chat completions and embeddings against one OpenAI-compatible base URL.
 
     ``where`` names the slot using the client (``generator``, ``judge``, ``encoder``) so that
-    hints can name the exact ``--set`` that fixes a problem.
+    hints can name the exact ``--set`` that fixes a problem. The other settings are the
+    parameters of :class:`EndpointComponent`, where their defaults are declared.
     """
 
     def __init__(
         self,
         *,
         where: str,
-        base_url_env: str = "OPENAI_BASE_URL",
-        api_key_env: str = "OPENAI_API_KEY",
-        timeout: float = 60.0,
-        max_retries: int = 4,
-        retry_backoff: float = 1.0,
-        concurrency: int = 4,
-        cache: bool = True,
-        price_per_1k_prompt: float = 0.0,
-        price_per_1k_completion: float = 0.0,
+        base_url_env: str,
+        api_key_env: str,
+        timeout: float,
+        max_retries: int,
+        retry_backoff: float,
+        concurrency: int,
+        cache: bool,
+        price_per_1k_prompt: float,
+        price_per_1k_completion: float,
         default_base_url: str | None = DEFAULT_BASE_URL,
         speaks: str = "an OpenAI-compatible API (base URL ending in /v1)",
     ):
@@ -408,9 +395,52 @@ def _retry_after(response) -> float | None:
         return None
 
 
-def client_from_params(where: str, params: dict[str, Any]) -> LLMClient:
-    """An :class:`LLMClient` from a component's HTTP parameters (see :data:`HTTP_PARAMS`)."""
-    return LLMClient(where=where, **{k: params[k] for k in HTTP_PARAMS})
+class EndpointComponent:
+    """Base of the components that call an OpenAI-compatible endpoint through ``self.client``.
+
+    Its keyword parameters configure the client; a subclass's ``__init__`` passes its
+    ``**http`` on with ``super().__init__(**http)``, which makes them the subclass's parameters
+    too. Only the *names* of the environment variables are parameters: the URL and the key
+    never reach params or the manifest. A subclass says which slot it fills (``where``, named
+    in hints) and declares ``Capability.METERED``: this class reports what the client used.
+    """
+
+    where: ClassVar[str]
+    model: str
+
+    def __init__(
+        self,
+        base_url_env: str = "OPENAI_BASE_URL",
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        retry_backoff: float = 1.0,
+        concurrency: int = 4,
+        cache: bool = True,
+        price_per_1k_prompt: float = 0.0,
+        price_per_1k_completion: float = 0.0,
+    ):
+        self.client = LLMClient(
+            where=self.where,
+            base_url_env=base_url_env,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_backoff=retry_backoff,
+            concurrency=concurrency,
+            cache=cache,
+            price_per_1k_prompt=price_per_1k_prompt,
+            price_per_1k_completion=price_per_1k_completion,
+        )
+
+    def usage(self) -> dict:
+        return {"model": self.model, **self.client.usage()}
+
+    def tally(self) -> dict:
+        return self.client.tally()
+
+    def absorb(self, counts: dict) -> None:
+        self.client.absorb(counts)
 
 
 def untrusted(text: str) -> str:

@@ -12,20 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from rag_bench.components.base import Capability, Encoder, Generator
 from rag_bench.components.dense import normalise
 from rag_bench.components.openai.client import (
-    HTTP_PARAMS,
     INSTALL,
-    client_from_params,
+    EndpointComponent,
     format_passages,
     public_url,
 )
 from rag_bench.components.registry import component
-from rag_bench.data.dataset import Dataset
 from rag_bench.errors import UsageError
 from rag_bench.model import Chunk, Generation, Query
 
@@ -47,10 +45,6 @@ MARKER = re.compile(r"\[([^\[\]]+)\]")
 PASSAGE_PREFIX = re.compile(
     r"^(?:doc(?:ument)?[ _-]?id|passage|doc(?:ument)?|source)\s*[:#=]?\s*", re.I
 )
-
-
-def _http_params(params: dict) -> dict:
-    return {k: params[k] for k in HTTP_PARAMS}
 
 
 def normalise_citations(answer: str, context: Sequence[Chunk]) -> str:
@@ -81,37 +75,19 @@ def normalise_citations(answer: str, context: Sequence[Chunk]) -> str:
     return MARKER.sub(rewrite, answer)
 
 
-class _MeteredClient:
-    """Usage of a component that sends its requests through ``self.client`` (an LLMClient):
-    what it consumed, and the raw counts a copy of it (a Ray task) hands back."""
-
-    model: str
-    client: Any
-
-    def usage(self) -> dict:
-        return {"model": self.model, **self.client.usage()}
-
-    def tally(self) -> dict:
-        return self.client.tally()
-
-    def absorb(self, counts: dict) -> None:
-        self.client.absorb(counts)
-
-
 @component(
     "generator",
     "openai",
     description="chat model of an OpenAI-compatible API: cited short claims or a refusal",
     requires=INSTALL,
-    model="gpt-4o-mini",
-    context_k=5,
-    max_tokens=400,
-    **HTTP_PARAMS,
 )
-class OpenAIGenerator(_MeteredClient):
+class OpenAIGenerator(EndpointComponent, Generator):
     """Prompts a chat model with the top ``context_k`` chunks, numbered and fenced as untrusted
     data, at temperature 0, asking for short claims each followed by ``[doc_id]`` citations, or
     a refusal ("I don't know: ...") when the passages do not answer the question."""
+
+    capabilities = frozenset({Capability.BATCH, Capability.METERED})
+    where = "generator"
 
     def __init__(
         self, model: str = "gpt-4o-mini", context_k: int = 5, max_tokens: int = 400, **http
@@ -121,10 +97,7 @@ class OpenAIGenerator(_MeteredClient):
         if max_tokens < 1:
             raise UsageError(f"generator.max_tokens={max_tokens} is below 1", "e.g. 400")
         self.model, self.context_k, self.max_tokens = model, context_k, max_tokens
-        self.client = client_from_params("generator", {**HTTP_PARAMS, **http})
-
-    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
-        pass
+        super().__init__(**http)
 
     def messages(self, query: Query, context: Sequence[Chunk]) -> list[dict]:
         user = f"{format_passages(context)}\n\nQuestion: {query.text}"
@@ -155,15 +128,14 @@ class OpenAIGenerator(_MeteredClient):
     "openai",
     description="embeddings endpoint of an OpenAI-compatible API (/v1/embeddings)",
     requires=INSTALL,
-    model="text-embedding-3-small",
-    batch_size=64,
-    dimensions=0,
-    **HTTP_PARAMS,
 )
-class OpenAIEncoder(_MeteredClient):
+class OpenAIEncoder(EndpointComponent, Encoder):
     """Embeds chunks and queries in batches of ``batch_size`` through ``/embeddings``;
     ``dimensions`` > 0 asks the model for shorter vectors (where supported). Embeddings are
     scaled to unit length, so search is by cosine similarity."""
+
+    capabilities = frozenset({Capability.INDEPENDENT_EMBEDDINGS, Capability.METERED})
+    where = "encoder"
 
     def __init__(
         self,
@@ -177,7 +149,7 @@ class OpenAIEncoder(_MeteredClient):
         if dimensions < 0:
             raise UsageError(f"encoder.dimensions={dimensions} is below 0", "0 = the model's own")
         self.model, self.batch_size, self.dimensions = model, batch_size, dimensions
-        self.client = client_from_params("encoder", {**HTTP_PARAMS, **http})
+        super().__init__(**http)
 
     def cache_material(self) -> dict:
         # Which server and model made the embeddings; never the key.

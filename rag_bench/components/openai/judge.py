@@ -24,16 +24,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag_bench.components.base import Capability, Judge
 from rag_bench.components.judges import check_grade
 from rag_bench.components.openai.client import (
-    HTTP_PARAMS,
     INSTALL,
-    client_from_params,
+    EndpointComponent,
     format_passages,
     untrusted,
 )
 from rag_bench.components.registry import component
-from rag_bench.data.dataset import Dataset
 from rag_bench.errors import UsageError
 from rag_bench.model import Chunk, Claim, Query, Verdict
 
@@ -141,17 +140,13 @@ def _number(value) -> int | None:
     "llm",
     description="a chat model grades each claim 0/1/2 against the context, as strict JSON",
     requires=INSTALL,
-    model="gpt-4o-mini",
-    repeats=1,
-    repeat_temperature=0.7,
-    supported_at=1,
-    max_tokens=800,
-    json_mode=True,
-    **HTTP_PARAMS,
 )
-class LLMJudge:
+class LLMJudge(EndpointComponent, Judge):
     """Grades 2 (fully), 1 (partly) or 0 (not supported); a claim counts as supported from grade
     ``supported_at`` on, and is then supported by the passages the model named."""
+
+    capabilities = frozenset({Capability.BATCH, Capability.METERED})
+    where = "judge"
 
     def __init__(
         self,
@@ -174,12 +169,9 @@ class LLMJudge:
             max_tokens,
             json_mode,
         )
-        self.client = client_from_params("judge", {**HTTP_PARAMS, **http})
+        super().__init__(**http)
         self._lock = threading.Lock()
         self._stats = Counter()
-
-    def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
-        pass
 
     # --- requests ------------------------------------------------------------------------
 
