@@ -33,6 +33,15 @@ def _table(runs, ref: str, table: str) -> pd.DataFrame:
     return store.table(table, [store.get(ref).run_id]).drop(columns=["variant"])
 
 
+def assert_same_values(first: pd.DataFrame, second: pd.DataFrame) -> None:
+    """Every (query, metric) of two metrics tables, and the same value (NULL where NULL)."""
+    paired = first.merge(second, on=["query_id", "metric"], suffixes=("_a", "_b"))
+    assert len(paired) == len(first) == len(second)
+    a, b = paired["value_a"].to_numpy(), paired["value_b"].to_numpy()
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.array_equal(a[~np.isnan(a)], b[~np.isnan(b)])
+
+
 def test_export_then_import_is_the_same_run(stored, rag_bench, tmp_path):
     runs, run_id = stored
     outputs = tmp_path / "outputs.jsonl"
@@ -42,12 +51,7 @@ def test_export_then_import_is_the_same_run(stored, rag_bench, tmp_path):
     assert {"query_id", "retrieved", "answer", "context_k"} <= set(first)
     out = rag_bench("import", outputs, "--name", "my-system", "--runs-dir", runs, "--format", "csv")
     assert out.exit_code == 0, out.stderr
-    metrics = [_table(runs, ref, "metrics") for ref in (run_id, "latest:my-system")]
-    paired = metrics[0].merge(metrics[1], on=["query_id", "metric"], suffixes=("_a", "_b"))
-    assert len(paired) == len(metrics[0]) == len(metrics[1])
-    a, b = paired["value_a"].to_numpy(), paired["value_b"].to_numpy()
-    assert np.array_equal(np.isnan(a), np.isnan(b))
-    assert np.array_equal(a[~np.isnan(a)], b[~np.isnan(b)])
+    assert_same_values(*(_table(runs, ref, "metrics") for ref in (run_id, "latest:my-system")))
     queries = [
         _table(runs, ref, "queries").set_index("query_id") for ref in (run_id, "latest:my-system")
     ]
@@ -151,3 +155,57 @@ def test_a_hand_written_csv_import_reports_the_queries_it_lacks(tmp_path, rag_be
     assert (
         manifest["dataset"]["sha256"] == open_runs(runs).get("latest").manifest["dataset"]["sha256"]
     )
+
+
+def test_evaluate_outputs_gives_the_tables_of_an_import_and_stores_nothing(
+    stored, tmp_path, rag_bench
+):
+    """The notebook path: records (here a DataFrame) in, the same tables as an import out."""
+    from rag_bench.experiment.importer import evaluate_outputs
+
+    runs, run_id = stored
+    outputs = tmp_path / "outputs.jsonl"
+    out = rag_bench("export", run_id, "--format", "jsonl", "-o", outputs, "--runs-dir", runs)
+    assert out.exit_code == 0, out.stderr
+    frame = pd.read_json(outputs, lines=True)
+    before = sorted(p.name for p in runs.rglob("*"))
+    tables = evaluate_outputs(SHIPPED, frame)
+    assert sorted(p.name for p in runs.rglob("*")) == before
+    stored_metrics = _table(runs, run_id, "metrics")
+    paired = stored_metrics.merge(
+        tables["metrics"], on=["query_id", "metric"], suffixes=("_a", "_b")
+    )
+    assert len(paired) == len(stored_metrics)
+    a, b = paired["value_a"].to_numpy(), paired["value_b"].to_numpy()
+    assert np.array_equal(np.isnan(a), np.isnan(b)) and np.array_equal(
+        a[~np.isnan(a)], b[~np.isnan(b)]
+    )
+    assert set(tables) == {"queries", "metrics", "retrieved", "claims"}
+
+
+def test_evaluate_outputs_names_the_row_of_a_bad_record():
+    from rag_bench.errors import DataError
+    from rag_bench.experiment.importer import evaluate_outputs
+
+    records = [{"query_id": "q-nas-001", "retrieved": ["nas-001"], "answer": "x"}, {"answer": "y"}]
+    with pytest.raises(DataError, match="<records>:2: missing field 'query_id'"):
+        evaluate_outputs(SHIPPED, records)
+
+
+def test_assert_no_regression_passes_and_fails_with_a_readable_message(stored):
+    from runs_helpers import copy_run, locate, read_table, write_table
+
+    from rag_bench.testing import assert_no_regression
+
+    runs, run_id = stored
+    same = copy_run(locate(runs, run_id), runs, "29990101-000000-same-cafe")
+    assert_no_regression(same.run_id, run_id, {"recall@10": 0.0}, runs_dir=runs)
+    worse = copy_run(locate(runs, run_id), runs, "29990101-000000-worse-beef")
+    frame = read_table(worse, "metrics")
+    frame.loc[frame["metric"] == "recall@10", "value"] *= 0.5
+    write_table(worse, "metrics", frame)
+    with pytest.raises(AssertionError) as failure:
+        assert_no_regression(worse.run_id, run_id, {"recall@10": 0.02}, runs_dir=runs)
+    message = str(failure.value)
+    assert message.startswith(f"{worse.run_id} regressed from {run_id}:")
+    assert "\n  recall@10: " in message and "worsened by" in message

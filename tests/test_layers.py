@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "rag_bench"
 
 LAYERS = (
     "cli",
+    "testing",
     "report",
     "analysis",
     "experiment",

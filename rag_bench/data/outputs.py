@@ -65,10 +65,41 @@ def load_outputs(path: str | Path, docs: Mapping, queries: Mapping) -> Outputs:
     path = Path(path)
     if not path.is_file():
         raise DataError(path, "no such outputs file", "give the path of a .jsonl, .csv or .parquet")
+    return read_outputs(_records(path), path, docs, queries, _digest(path))
+
+
+def outputs_from(records, docs: Mapping, queries: Mapping) -> Outputs:
+    """Outputs given in memory: a list of record dicts or a pandas DataFrame with one row per
+    query (columns as in the file format); problems name the record's position (``row N``)."""
+    rows = records.to_dict("records") if hasattr(records, "to_dict") else list(records)
+    numbered = [(n, _without_missing(r)) for n, r in enumerate(rows, start=1)]
+    digest = hashlib.sha256(json.dumps(rows, default=str, sort_keys=True).encode()).hexdigest()
+    return read_outputs(numbered, Path("<records>"), docs, queries, digest)
+
+
+def _without_missing(record: object) -> object:
+    """A DataFrame row without its empty cells (NaN, None), lists made plain."""
+    if not isinstance(record, dict):
+        return record
+    out = {}
+    for key, value in record.items():
+        if hasattr(value, "tolist"):
+            value = value.tolist()
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        out[key] = value
+    return out
+
+
+def read_outputs(records, path: Path, docs: Mapping, queries: Mapping, sha256: str) -> Outputs:
+    """Check numbered records (line or row, record) against the dataset; ``path`` names them
+    in errors."""
     answers: dict[str, RecordedAnswer] = {}
     lines: dict[str, int] = {}
     context_ks: dict[int | None, int] = {}
-    for line, record in _records(path):
+    for line, record in records:
+        if not isinstance(record, dict):
+            raise DataError(path, "a record is not an object", "give one mapping per query", line)
         answer, context_k = _answer(record, docs, path, line)
         if answer.query_id not in queries:
             raise DataError(
@@ -89,7 +120,7 @@ def load_outputs(path: str | Path, docs: Mapping, queries: Mapping) -> Outputs:
         lines[answer.query_id] = line
         context_ks.setdefault(context_k, line)
     if not answers:
-        raise DataError(path, "the outputs file holds no record", "write one record per query")
+        raise DataError(path, "the outputs hold no record", "write one record per query")
     if len(context_ks) > 1:
         (first, _), (second, line) = sorted(context_ks.items(), key=lambda kv: kv[1])[:2]
         raise DataError(
@@ -100,7 +131,7 @@ def load_outputs(path: str | Path, docs: Mapping, queries: Mapping) -> Outputs:
         )
     _check_passages(answers, path, lines)
     missing = tuple(q for q in queries if q not in answers)
-    return Outputs(path, _digest(path), answers, missing, next(iter(context_ks)))
+    return Outputs(path, sha256, answers, missing, next(iter(context_ks)))
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict]]:

@@ -8,13 +8,46 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from rag_bench.components.registry import VariantSpec
 from rag_bench.data.dataset import Dataset, load_dataset
-from rag_bench.data.outputs import Outputs, load_outputs
+from rag_bench.data.outputs import Outputs, load_outputs, outputs_from
 from rag_bench.errors import UsageError
-from rag_bench.experiment.runner import DEFAULT_KS, RunResult, run_variant
+from rag_bench.experiment.runner import (
+    DEFAULT_KS,
+    RunResult,
+    evaluate_variant,
+    run_variant,
+)
 
 IMPORT_VARIANT = "import"
+
+
+def replay_spec(name: str, outputs: Outputs, judge: str, judge_params: dict | None) -> VariantSpec:
+    """The variant that replays ``outputs``: the recorded chunker, retriever and generator,
+    judged by ``judge``."""
+    if not name or name == "all" or "," in name:
+        raise UsageError(f"the name {name!r} cannot name a variant", "give a name like my-system")
+    generator: dict[str, Any] = {"name": "recorded"}
+    if outputs.context_k is not None:
+        generator["context_k"] = outputs.context_k
+    return VariantSpec(
+        name,
+        {
+            "chunker": {"name": "recorded"},
+            "retriever": {"name": "recorded"},
+            "generator": generator,
+            "judge": {"name": judge, **(judge_params or {})},
+        },
+        f"outputs imported from {outputs.path.name}",
+        origin="import",
+    )
+
+
+def _depth(outputs: Outputs, ks) -> int:
+    """Deep enough to keep every recorded ranking whole."""
+    return max(max(len(a.ranking) for a in outputs.answers.values()), max(ks))
 
 
 def import_outputs(
@@ -34,28 +67,11 @@ def import_outputs(
     claims and judged by ``judge`` against the recorded passages (or the retrieved documents),
     failure classes. Evaluated queries without a record are left out and listed in the
     manifest (``outputs.missing``). Returns the stored run and the outputs read."""
-    if not name or name == "all" or "," in name:
-        raise UsageError(f"the name {name!r} cannot name a variant", "give a name like my-system")
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     read = load_outputs(outputs, data.docs, data.queries)
-    replay = dataclasses.replace(data, answers=read.answers)
-    generator: dict[str, Any] = {"name": "recorded"}
-    if read.context_k is not None:
-        generator["context_k"] = read.context_k
-    spec = VariantSpec(
-        name,
-        {
-            "chunker": {"name": "recorded"},
-            "retriever": {"name": "recorded"},
-            "generator": generator,
-            "judge": {"name": judge, **(judge_params or {})},
-        },
-        f"outputs imported from {Path(outputs).name}",
-        origin="import",
-    )
     annotations = {
         "outputs": {
-            "file": Path(outputs).name,
+            "file": read.path.name,
             "sha256": read.sha256,
             "n_records": len(read.answers),
             "missing": list(read.missing),
@@ -63,12 +79,33 @@ def import_outputs(
         "note": note,
     }
     result = run_variant(
-        spec,
-        replay,
+        replay_spec(name, read, judge, judge_params),
+        dataclasses.replace(data, answers=read.answers),
         ks=ks,
-        depth=max(max(len(a.ranking) for a in read.answers.values()), max(ks)),
+        depth=_depth(read, ks),
         runs_dir=runs_dir,
         cache_dir=cache_dir,
         annotations=annotations,
     )
     return result, read
+
+
+def evaluate_outputs(
+    dataset: Dataset | str | Path | None,
+    records,
+    *,
+    judge: str = "lexical",
+    judge_params: dict[str, Any] | None = None,
+    ks=DEFAULT_KS,
+) -> dict[str, pd.DataFrame]:
+    """Score outputs given in memory (a list of record dicts, or a DataFrame with one row per
+    query, as in the outputs file format) exactly as an import would, and store nothing: the
+    trace tables ``queries``, ``metrics``, ``retrieved`` and ``claims`` as DataFrames."""
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    read = outputs_from(records, data.docs, data.queries)
+    return evaluate_variant(
+        replay_spec(IMPORT_VARIANT, read, judge, judge_params),
+        dataclasses.replace(data, answers=read.answers),
+        ks=ks,
+        depth=_depth(read, ks),
+    )

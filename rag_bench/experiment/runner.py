@@ -381,12 +381,7 @@ def _execute(
     executor = executor or LocalExecutor()
     try:
         report = pipeline.index(data, executor)
-        query_ids = pipeline.select_queries(chosen)
-        if not query_ids:
-            raise UsageError(
-                f"variant {plan.spec.name!r} has no query to run on {data.name}",
-                "check --tag and the dataset",
-            )
+        query_ids = _selected(pipeline, plan.spec, data, chosen)
         total = len(query_ids)
         if prior is not None and prior.header.get("query_ids") != query_ids:
             resumable = False
@@ -448,6 +443,46 @@ def _execute(
             checkpoint.remove()
         store.release_run_id(run_id)
     return RunResult(store, stored_run, tables)
+
+
+def _selected(pipeline: Pipeline, spec: VariantSpec, data: Dataset, chosen: list[str]) -> list[str]:
+    """The chosen queries the pipeline can answer (a replayed system, only those it recorded)."""
+    query_ids = pipeline.select_queries(chosen)
+    if not query_ids:
+        raise UsageError(
+            f"variant {spec.name!r} has no query to run on {data.name}", "check the query selection"
+        )
+    return query_ids
+
+
+def evaluate_variant(
+    variant: str | VariantSpec,
+    dataset: Dataset | str | Path | None = None,
+    *,
+    overrides: Sequence[str] = (),
+    ks: Sequence[int] = DEFAULT_KS,
+    depth: int = 100,
+    selection: Selection = Selection(),
+    cache_dir: str | Path | None = None,
+) -> dict[str, pd.DataFrame]:
+    """The trace tables (queries, metrics, retrieved, claims) a run of ``variant`` would store,
+    computed in memory and stored nowhere: for a notebook or a test. Their ``run_id`` is
+    ``unsaved``; the numbers are those :func:`run_variant` stores."""
+    ks = _check_ks(ks)
+    _check_depth(depth, ks)
+    spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
+    resolved = resolve(spec, overrides)
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
+    pipeline.index(data)
+    queries = [
+        data.queries[q] for q in _selected(pipeline, spec, data, selection.apply(data.queries))
+    ]
+    results = pipeline.answer(queries, depth, None, None)
+    judge = resolved["judge"]["name"]
+    return build_traces(
+        "unsaved", data, queries, results, pipeline.chunks, ks, pipeline.analyzer, judge
+    )
 
 
 def _resume_hint(error: RagBenchError, store: RunStore, checkpoint: Checkpoint, total: int) -> str:
