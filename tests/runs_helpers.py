@@ -64,9 +64,10 @@ def write_table(run: RunLocation, table: str, frame: pd.DataFrame) -> None:
 
 def copy_run(run: RunLocation, runs: Path, new_id: str | None = None, **manifest) -> RunLocation:
     """A copy of a stored run in ``runs`` (under ``new_id``), manifest last; ``manifest`` entries
-    override the copied manifest's."""
+    override the copied manifest's (a new ``variant`` also moves the tables' partitions)."""
     new_id = new_id or run.run_id
-    target = RunLocation(open_runs(Path(runs)).folder, new_id, run.variant)
+    variant = manifest.get("variant", run.variant)
+    target = RunLocation(open_runs(Path(runs)).folder, new_id, variant)
     for table in TABLES:
         write_table(target, table, read_table(run, table))
     content = json.loads(manifest_file(Path(run.runs.root), run.run_id).read_text())

@@ -23,7 +23,12 @@ import pytest
 from runs_helpers import committed_ids, locate, manifest_file, partitions, read_table
 
 from conftest import SHIPPED
-from rag_bench.experiment.runner import Selection, run_variant
+from rag_bench.experiment.runner import (
+    Selection,
+    interrupted_status,
+    interruptible,
+    run_variant,
+)
 from rag_bench.io.pause import PAUSE_ENV
 from rag_bench.runs import TABLES
 from rag_bench.runs.layout import MANIFESTS
@@ -322,3 +327,24 @@ def test_two_runs_at_once_on_one_runs_folder_and_a_cold_cache(tmp_path):
     entries = sorted(p.name for p in cache.iterdir())
     assert [e.split("-")[0] for e in entries] == ["bm25", "prepared"], entries
     assert all((cache / e / ".complete").exists() for e in entries)
+
+
+def test_a_second_interrupt_does_not_cut_the_clean_up_short():
+    """Ctrl-C pressed again (or a `kill` after a Ctrl-C) while a run cleans up after the first
+    is noted, not raised: the clean-up finishes and nothing is left half-written."""
+    if signal.SIG_IGN in (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)):
+        pytest.skip("this process was started with SIGINT or SIGTERM ignored")
+    received, cleaned = [], []
+    with pytest.raises(KeyboardInterrupt), interruptible(received):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)  # the handlers run here, and must not raise
+            cleaned.append(True)
+    assert cleaned == [True]
+    assert received == [signal.SIGINT, signal.SIGINT, signal.SIGTERM]
+    assert interrupted_status(received) == 130
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored

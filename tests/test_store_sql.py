@@ -9,6 +9,7 @@ text; the runs folder and the folder beside it are fingerprinted before and afte
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -124,3 +125,58 @@ def test_explain_analyze_runs_when_nothing_can_be_reached(folders):
     runs, _, _ = folders
     plan = open_runs(runs).sql("EXPLAIN ANALYZE SELECT count(*) FROM metrics")
     assert "analyzed_plan" in set(plan["explain_key"])
+
+
+def test_list_columns_render_as_json_lists(folders, rag_bench, clean):
+    runs, _, _ = folders
+    out = rag_bench(
+        "sql",
+        "SELECT query_id, tags FROM queries ORDER BY query_id",
+        "--runs-dir",
+        runs,
+        "--format",
+        "json",
+    )
+    assert out.exit_code == 0, out.stderr
+    rows = json.loads(out.stdout)
+    queries = open_runs(runs).queries([clean.run_id]).sort_values("query_id")
+    assert [r["tags"] for r in rows] == [list(t) for t in queries["tags"]]
+    assert any(r["tags"] for r in rows)
+
+
+LARGE = "SELECT range AS n, [range, range + 1] AS pair, 'x' || range AS label FROM range(40000)"
+
+
+def test_a_large_result_arrives_in_bounded_chunks(folders):
+    runs, _, _ = folders
+    chunks = list(open_runs(runs).sql_chunks(LARGE))
+    assert len(chunks) > 1 and max(len(c) for c in chunks) <= 16 * 2048
+    assert sum(len(c) for c in chunks) == 40000
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_streamed_csv_and_json_print_what_the_whole_result_would(folders, rag_bench, fmt):
+    from rag_bench.cli.render import render
+
+    runs, _, _ = folders
+    out = rag_bench("sql", LARGE, "--runs-dir", runs, "--format", fmt)
+    assert out.exit_code == 0 and out.stderr == ""
+    assert out.stdout == render(open_runs(runs).sql(LARGE), fmt) + "\n"
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_the_text_formats_show_the_first_rows_with_a_note(folders, rag_bench, fmt):
+    from rag_bench.cli.main import ROWS_SHOWN
+    from rag_bench.cli.render import render
+
+    runs, _, _ = folders
+    out = rag_bench("sql", LARGE, "--runs-dir", runs, "--format", fmt)
+    assert out.exit_code == 0
+    whole = open_runs(runs).sql(LARGE)
+    assert out.stdout == render(whole.head(ROWS_SHOWN), fmt) + "\n"
+    left_out = 40000 - ROWS_SHOWN
+    assert out.stderr.strip() == (
+        f"note: {left_out} more rows not shown; --format csv or json prints every row"
+    )
+    small = rag_bench("sql", "SELECT 1 AS a WHERE false", "--runs-dir", runs, "--format", fmt)
+    assert small.exit_code == 0 and small.stderr == ""

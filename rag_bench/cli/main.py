@@ -53,6 +53,18 @@ def format_option(choices: tuple[str, ...] = ("table", "json", "csv")):
     )
 
 
+def runs_dir_option():
+    """--runs-dir, the same on every command that reads or writes runs."""
+    return click.option(
+        "--runs-dir",
+        metavar="DIR|URL",
+        default=None,
+        envvar="RAG_BENCH_RUNS_DIR",
+        help="Where runs are stored: a folder, file:///path or s3://bucket/prefix. "
+        "Default: runs/ under the working directory.",
+    )
+
+
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rag-bench")
 def cli() -> None:
@@ -174,14 +186,7 @@ def _progress(label: str):
     default=None,
     help="Dataset folder (BEIR layout) or a shipped dataset's name. Default: kestrel-kb.",
 )
-@click.option(
-    "--runs-dir",
-    metavar="DIR|URL",
-    default=None,
-    envvar="RAG_BENCH_RUNS_DIR",
-    help="Where runs are stored: a folder, file:///path or s3://bucket/prefix. "
-    "Default: runs/ under the working directory.",
-)
+@runs_dir_option()
 @click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
 @click.option(
     "--depth", type=int, default=100, show_default=True, help="Candidates kept per retriever."
@@ -432,7 +437,7 @@ def metrics_command(fmt):
     default=None,
     help="Also estimate this run's true supported-claim share (prediction-powered interval).",
 )
-@click.option("--runs-dir", metavar="DIR|URL", default=None, envvar="RAG_BENCH_RUNS_DIR")
+@runs_dir_option()
 @click.option("--alpha", type=float, default=0.05, show_default=True)
 @format_option(("table", "json"))
 def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha, fmt):
@@ -446,17 +451,6 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
         claims = open_store(runs_dir).claims([run_ref])
     report = assess_judge(load_dataset(dataset), judge, overrides, claims, alpha)
     click.echo(agreement_output(report, fmt))
-
-
-def runs_dir_option():
-    return click.option(
-        "--runs-dir",
-        metavar="DIR|URL",
-        default=None,
-        envvar="RAG_BENCH_RUNS_DIR",
-        help="Where runs are stored: a folder, file:///path or s3://bucket/prefix. "
-        "Default: runs/ under the working directory.",
-    )
 
 
 ALL_FORMATS = ("table", "json", "csv", "markdown")
@@ -677,11 +671,31 @@ def sql_command(query, schema, allow_files, runs_dir, fmt):
     if not query:
         raise UserMistake(UsageError("no query given", 'e.g. rag-bench sql "SELECT * FROM runs"'))
     try:
-        found = store.sql(query, allow_files=allow_files)
+        _echo_result(store.sql_chunks(query, allow_files=allow_files), fmt)
     except KeyboardInterrupt:
         click.echo("interrupted; nothing was changed", err=True)
         raise SystemExit(130) from None
-    click.echo(render(found, fmt))
+
+
+ROWS_SHOWN = 1000  # the text formats show this many rows of an SQL result
+
+
+def _echo_result(chunks, fmt: str) -> None:
+    """Print an SQL result as it arrives: CSV and JSON whole, the text formats the first
+    ``ROWS_SHOWN`` rows with a note saying how many more there are."""
+    from rag_bench.cli.render import head, render, stream_rows
+
+    if fmt in ("csv", "json"):
+        for piece in stream_rows(chunks, fmt):
+            click.echo(piece, nl=False)
+        return
+    shown, left_out = head(chunks, ROWS_SHOWN)
+    click.echo(render(shown, fmt))
+    if left_out:
+        click.echo(
+            f"note: {left_out} more rows not shown; --format csv or json prints every row",
+            err=True,
+        )
 
 
 @cli.command("report")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
+from collections.abc import Iterable, Iterator
 
+import numpy as np
 import pandas as pd
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -56,6 +59,8 @@ def as_markdown(frame: pd.DataFrame, digits: int = 4) -> str:
 def _json_value(value: object) -> object:
     if value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
+    if isinstance(value, np.ndarray):  # a list column's cell
+        return [_json_value(v) for v in value.tolist()]
     if hasattr(value, "item"):  # numpy scalars
         return _json_value(value.item())
     return value
@@ -79,6 +84,40 @@ def _clean(data: object) -> object:
 
 def to_json(data: object) -> str:
     return json.dumps(_clean(data), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def stream_rows(chunks: Iterable[pd.DataFrame], fmt: str) -> Iterator[str]:
+    """CSV or JSON of a result that arrives in chunks (the first names the columns), piece by
+    piece with one chunk in memory at a time; together the pieces are what :func:`render` of the
+    whole result prints, with its final newline."""
+    if fmt == "json":
+        yield from _json_pieces(chunks)
+        return
+    for n, chunk in enumerate(chunks):
+        if n == 0 or len(chunk):
+            yield chunk.to_csv(index=False, header=n == 0)
+
+
+def _json_pieces(chunks: Iterable[pd.DataFrame]) -> Iterator[str]:
+    """The pieces of ``to_json(as_records(whole result))``, one record at a time."""
+    opened = False
+    for chunk in chunks:
+        for record in as_records(chunk):
+            text = textwrap.indent(to_json(record), "  ")
+            yield ("[\n" if not opened else ",\n") + text
+            opened = True
+    yield "\n]\n" if opened else "[]\n"
+
+
+def head(chunks: Iterable[pd.DataFrame], limit: int) -> tuple[pd.DataFrame, int]:
+    """The first ``limit`` rows, and how many rows came after them."""
+    kept, left_out, room = [], 0, limit
+    for chunk in chunks:
+        if room or not kept:
+            kept.append(chunk.iloc[:room])
+        left_out += max(len(chunk) - room, 0)
+        room = max(room - len(chunk), 0)
+    return pd.concat(kept, ignore_index=True), left_out
 
 
 def render(frame: pd.DataFrame, fmt: str, digits: int = 4) -> str:

@@ -162,23 +162,29 @@ def interruption_message(error: KeyboardInterrupt, stored: Sequence[RunResult] =
 @contextmanager
 def interruptible(received: list[int] | None = None) -> Iterator[list[int]]:
     """Within the block, SIGTERM (a plain ``kill``) interrupts like Ctrl-C, so the run cleans up
-    and reports the same way. The signal numbers go to ``received`` (yielded); the exit status
-    to use is :func:`interrupted_status`."""
+    and reports the same way; once interrupted, further Ctrl-C or ``kill`` signals are noted but
+    do not interrupt the clean-up (which keeps nothing half-written). The signal numbers go to
+    ``received`` (yielded); the exit status to use is :func:`interrupted_status`. A signal the
+    process was started to ignore stays ignored."""
     received = [] if received is None else received
 
     def on_signal(signum, frame):
         received.append(signum)
-        raise KeyboardInterrupt
+        if len(received) == 1:
+            raise KeyboardInterrupt
 
-    try:
-        previous = signal.signal(signal.SIGTERM, on_signal)
-    except ValueError:  # not the main thread: leave signals alone
-        previous = None
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                previous[signum] = signal.signal(signum, on_signal)
+        except ValueError:  # not the main thread: leave signals alone
+            break
     try:
         yield received
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def interrupted_status(received: Sequence[int]) -> int:

@@ -243,12 +243,18 @@ def _kind(arrow_type) -> str:
 
 
 def read_table(run: RunLocation, table: str):
-    """One trace table of one run (pyarrow), with ``run_id`` and ``variant`` columns first."""
+    """One trace table of one run (pyarrow) in the store's schema (a file written by another
+    tool may hold other widths of the same types), ``run_id`` and ``variant`` columns first."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     with run.runs.errors("cannot read"):
-        data = pq.read_table(run.table_file(table), filesystem=run.runs.fs, partitioning=None)
+        data = pq.read_table(
+            run.table_file(table),
+            filesystem=run.runs.fs,
+            partitioning=None,
+            schema=file_schema(table),
+        )
     data = data.add_column(0, "run_id", pa.array([run.run_id] * data.num_rows, pa.string()))
     return data.add_column(1, "variant", pa.array([run.variant] * data.num_rows, pa.string()))
 

@@ -127,11 +127,8 @@ def _unreadable(folder: Path, why: object) -> RagBenchError:
     )
 
 
-def find_checkpoint(runs: RunsFolder, ref: str, given: Path | None) -> Checkpoint:
-    """The checkpoint of an interrupted run in ``runs`` by id or unique id prefix; ``given``
-    is a checkpoint folder named directly (its runs folder is then ``runs``)."""
-    if given is not None:
-        return Checkpoint.open(given, runs)
+def find_checkpoint(runs: RunsFolder, ref: str) -> Checkpoint:
+    """The checkpoint of an interrupted run in ``runs`` by id or unique id prefix."""
     local = runs.bookkeeping
     partials = {}
     if local.is_dir():

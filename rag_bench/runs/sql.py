@@ -16,7 +16,9 @@ DuckDB plans without running anything that writes), and the configuration stays 
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 
 from rag_bench.errors import RagBenchError
 from rag_bench.runs.catalog import StoredRun, first_line
@@ -25,6 +27,7 @@ from rag_bench.runs.layout import TABLES, RunLocation, view_schema
 
 READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN", "EXPLAIN ANALYZE")
 PLANNED_ONLY = ("SELECT", "EXPLAIN")  # what may run while the connection can reach files
+CHUNK_VECTORS = 16  # a streamed result arrives in DataFrames of up to 16 x 2048 rows
 SEALED = {  # set when the connection opens; lock_configuration keeps them so
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
@@ -97,7 +100,30 @@ def connect(
 
 def run_sql(con, statement: str, allow_files: bool = False):
     """Run a read-only statement over the views of ``con`` (from :func:`connect` with the same
-    ``allow_files``); a DataFrame."""
+    ``allow_files``); the whole result as one DataFrame."""
+    _check(con, statement, allow_files)
+    with _sql_errors(allow_files):
+        return con.sql(statement).df()
+
+
+def stream_sql(con, statement: str, allow_files: bool = False) -> Iterator:
+    """Like :func:`run_sql`, the result in DataFrames of at most ``CHUNK_VECTORS`` x 2048 rows,
+    so a large result is never held whole; the first (possibly empty) one names the columns."""
+    _check(con, statement, allow_files)
+    with _sql_errors(allow_files):
+        result = con.execute(statement)
+        chunk = result.fetch_df_chunk(CHUNK_VECTORS)
+    yield chunk
+    while len(chunk):
+        with _sql_errors(allow_files):
+            chunk = result.fetch_df_chunk(CHUNK_VECTORS)
+        if len(chunk):
+            yield chunk
+
+
+def _check(con, statement: str, allow_files: bool) -> None:
+    """Refuse, with a message, what is not a read-only statement (the connection could not
+    carry it out anyway, see the module docstring)."""
     import duckdb
 
     try:
@@ -118,8 +144,15 @@ def run_sql(con, statement: str, allow_files: bool = False):
                 + ": the traces are read-only",
                 "use SELECT; to export, pipe --format csv or --format json into a file",
             )
+
+
+@contextlib.contextmanager
+def _sql_errors(allow_files: bool) -> Iterator[None]:
+    """A DuckDB error as one line with a fix."""
+    import duckdb
+
     try:
-        return con.sql(statement).df()
+        yield
     except duckdb.Error as exc:
         hint = (
             "the query may read only the views; pass --allow-files to read other files "

@@ -14,20 +14,19 @@ this object combines them.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rag_bench.errors import RagBenchError
-from rag_bench.runs import catalog as _catalog
-from rag_bench.runs.catalog import Catalog, StoredRun
+from rag_bench.errors import RagBenchError, UnknownNameError
+from rag_bench.runs.catalog import Catalog, StoredRun, is_stored, partitions, read_table, scan
 from rag_bench.runs.checkpoint import Checkpoint, find_checkpoint
 from rag_bench.runs.commit import ensure_folder, remove_run, write_error, write_run
 from rag_bench.runs.folder import RunsFolder, bookkept_folder, runs_folder
 from rag_bench.runs.ids import Locks, new_run_id
-from rag_bench.runs.layout import CHECKPOINT, TABLES, partial_name
-from rag_bench.runs.sql import connect, describe, run_sql
+from rag_bench.runs.layout import CHECKPOINT, TABLES, partial_name, view_schema
+from rag_bench.runs.sql import connect, describe, run_sql, runs_frame, stream_sql
 from rag_bench.runs.stale import clean_stale
 from rag_bench.runs.upgrade import upgrade_runs
 
@@ -74,12 +73,11 @@ class RunStore:
 
     # --- reading -----------------------------------------------------------------------------
 
-    @property
-    def catalog(self) -> Catalog:
+    def _read(self) -> Catalog:
         """What the folder holds, read once (and again after this store writes or removes)."""
         if self._catalog is None:
             option = "" if self.is_default else f" --runs-dir {self}"
-            self._catalog = _catalog.scan(self.folder, f"`rag-bench runs --upgrade{option}`")
+            self._catalog = scan(self.folder, f"`rag-bench runs --upgrade{option}`")
         return self._catalog
 
     def refresh(self) -> None:
@@ -89,15 +87,15 @@ class RunStore:
     @property
     def broken(self) -> dict[str, RagBenchError]:
         """The runs that cannot be read, by id, with the reason (each is still removable)."""
-        return self.catalog.broken
+        return self._read().broken
 
     def list(self, variant: str | None = None) -> list[StoredRun]:
         """The readable runs (oldest id first), optionally of one variant."""
-        return [r for r in self.catalog.runs if variant is None or r.variant == variant]
+        return [r for r in self._read().runs if variant is None or r.variant == variant]
 
     def get(self, ref: str) -> StoredRun:
         """A run by full id, unique prefix, ``latest`` or ``latest:<variant>``."""
-        runs, broken = self.catalog.runs, self.catalog.broken
+        runs, broken = self._read().runs, self._read().broken
         if ref in broken:
             raise broken[ref]
         if not runs:
@@ -131,65 +129,66 @@ class RunStore:
         except RagBenchError:
             if not include_broken:
                 raise
-            broken = self.catalog.broken
+            broken = self._read().broken
             found = [n for n in broken if n == ref] or [n for n in broken if n.startswith(ref)]
             if len(found) != 1:
                 raise
             return found[0]
 
-    def _chosen(self, runs: Sequence[str] | None) -> list[StoredRun]:
-        if isinstance(runs, str):
-            raise TypeError("runs is a list of run references, not one string")
-        return self.list() if runs is None else [self.get(ref) for ref in runs]
+    def _chosen(self, runs: Sequence[str | StoredRun] | str | None) -> list[StoredRun]:
+        """The runs named by references (or given as stored runs); None: every readable run."""
+        if runs is None:
+            return self.list()
+        if isinstance(runs, (str, StoredRun)):
+            runs = [runs]
+        return [run if isinstance(run, StoredRun) else self.get(run) for run in runs]
 
-    def table(self, name: str, runs: Sequence[str] | None = None):
+    def table(self, name: str, runs: Sequence[str] | str | None = None):
         """One trace table of ``runs`` (refs; None: every readable run) as a pandas DataFrame,
         ``run_id`` and ``variant`` first, rows in run order then as stored."""
         import pyarrow as pa
 
-        from rag_bench.runs.layout import view_schema
-
         if name not in TABLES:
-            from rag_bench.errors import UnknownNameError
-
             raise UnknownNameError("trace table", name, TABLES)
-        parts = [_catalog.read_table(r.location, name) for r in self._chosen(runs)]
+        parts = [read_table(r.location, name) for r in self._chosen(runs)]
         if not parts:
             return view_schema(name).empty_table().to_pandas()
         return pa.concat_tables(parts, promote_options="default").to_pandas()
 
-    def metrics(self, runs: Sequence[str] | None = None):
+    def metrics(self, runs: Sequence[str] | str | None = None):
         """One row per (run, query, metric): the value (NaN when undefined) and its status."""
         return self.table("metrics", runs)
 
-    def queries(self, runs: Sequence[str] | None = None):
+    def queries(self, runs: Sequence[str] | str | None = None):
         """One row per (run, query): the answer, refusal, failure class and latencies."""
         return self.table("queries", runs)
 
-    def retrieved(self, runs: Sequence[str] | None = None):
+    def retrieved(self, runs: Sequence[str] | str | None = None):
         """One row per (run, query, stage, rank): what was retrieved and its relevance."""
         return self.table("retrieved", runs)
 
-    def claims(self, runs: Sequence[str] | None = None):
+    def claims(self, runs: Sequence[str] | str | None = None):
         """One row per (run, claim): its text, citations and the judge's verdict."""
         return self.table("claims", runs)
 
     def runs_frame(self):
         """One row per readable run: what its manifest says (the ``runs`` view)."""
-        from rag_bench.runs.sql import runs_frame
-
         return runs_frame(self.list())
 
-    def connect(self, runs: Sequence[StoredRun] | None = None, allow_files: bool = False):
-        """A DuckDB connection with the views ``runs``, ``queries``, ``metrics``,
+    def connect(self, runs: Sequence[str | StoredRun] | None = None, allow_files: bool = False):
+        """A sealed DuckDB connection with the views ``runs``, ``queries``, ``metrics``,
         ``retrieved`` and ``claims`` (the trace views over ``runs``; default: all)."""
-        chosen = self.list() if runs is None else list(runs)
-        return connect(self.folder, self.list(), chosen, allow_files)
+        return connect(self.folder, self.list(), self._chosen(runs), allow_files)
 
     def sql(self, statement: str, allow_files: bool = False):
         """A read-only SQL statement over the views, as a DataFrame; ``allow_files`` lets it
         read files outside the runs folder."""
         return run_sql(self.connect(allow_files=allow_files), statement, allow_files)
+
+    def sql_chunks(self, statement: str, allow_files: bool = False) -> Iterator:
+        """Like :meth:`sql`, the result in DataFrames of bounded size (the first, possibly
+        empty, names the columns): for results too large to hold at once."""
+        return stream_sql(self.connect(allow_files=allow_files), statement, allow_files)
 
     def schema(self):
         """The views and their columns (view, column_name, column_type)."""
@@ -201,8 +200,8 @@ class RunStore:
         """Delete a run, readable or not: its manifest first (un-committing it), then its
         tables. Returns the id removed."""
         run_id = self.resolve(ref, include_broken=True)
-        where = self.catalog.removable[run_id]
-        found = [] if isinstance(where, Path) else _catalog.partitions(self.folder).get(run_id, [])
+        where = self._read().removable[run_id]
+        found = [] if isinstance(where, Path) else partitions(self.folder).get(run_id, [])
         try:
             remove_run(where, found)
         except OSError as exc:
@@ -213,7 +212,7 @@ class RunStore:
 
     def is_stored(self, run_id: str) -> bool:
         """Whether ``run_id`` is committed (asks the folder, not what was read before)."""
-        return _catalog.is_stored(self.folder, run_id)
+        return is_stored(self.folder, run_id)
 
     def reserve_run_id(self, variant: str, created: datetime) -> str:
         """A new run id no other process holds, claimed by creating its lock file exclusively
@@ -256,8 +255,8 @@ class RunStore:
         given = Path(os.path.abspath(ref))
         if (given / CHECKPOINT).is_file():
             store = RunStore(bookkept_folder(given.parent))
-            return store, find_checkpoint(store.folder, ref, given)
-        return self, find_checkpoint(self.folder, ref, None)
+            return store, Checkpoint.open(given, store.folder)
+        return self, find_checkpoint(self.folder, ref)
 
     def write_run(self, run_id: str, manifest: dict, tables: dict) -> StoredRun:
         """Store a complete run atomically and release its id; see :mod:`rag_bench.runs.commit`."""
