@@ -2,37 +2,51 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# What each job needs: the package alone to run it, the dev extra (pytest, reference tools) to test it.
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+# The tier a developer runs after each edit: no Ray, no signals sent to subprocesses, no browser,
+# no wheel build, no long property tests (the markers are registered in pyproject.toml).
+FAST := not slow and not ray and not signals and not browser
 
-.PHONY: install run test browser bench lint clean
+.PHONY: install run test test-fast browser bench lint clean
 
-install: $(STAMP)
+install: $(DEV_STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Reinstall only when the package metadata changed; the install is editable, so code edits need none.
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $@ $(RUN_STAMP)
 
 # The main job: the three pipeline variants on the shipped dataset, then their comparison.
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/rag-bench run --variant baseline,hybrid,hybrid_rerank
 	$(BIN)/rag-bench compare latest:baseline latest:hybrid latest:hybrid_rerank --slice category
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
+
+test-fast: $(DEV_STAMP)
+	$(BIN)/python -m pytest -q -m "$(FAST)"
 
 # Debian's Chromium for the report's browser test (tests/test_report.py skips without it).
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
 	$(BIN)/python benchmarks/run_all.py
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check rag_bench tests benchmarks
 	$(BIN)/ruff format --check rag_bench tests benchmarks
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = (
+    "bench_startup.py",
     "bench_eval.py",
     "bench_retrieval.py",
     "bench_end_to_end.py",

@@ -17,6 +17,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import bench_end_to_end  # noqa: E402
 import bench_retrieval  # noqa: E402
+import bench_startup  # noqa: E402
 import bench_store  # noqa: E402
 import corpora  # noqa: E402
 
@@ -164,3 +165,11 @@ def test_end_to_end_reads_the_stages_of_a_run(tmp_path):
     assert stages["fusion_s"] is None and stages["rerank_s"] is None
     assert stages["traces_s"] >= 0
     assert stages["cached"] == {"bm25": False, "generator": False}
+
+
+def test_startup_measures_each_command_against_a_bare_python():
+    cases = bench_startup.benchmark(rounds=1)
+    assert list(cases) == list(bench_startup.COMMANDS)
+    floor = cases[bench_startup.FLOOR]
+    assert floor["wall_vs_python"] == floor["cpu_vs_python"] == 1.0
+    assert all(case["runs"] == 1 and case["wall_s"] > 0 for case in cases.values())

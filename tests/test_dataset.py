@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rag_bench.data.dataset import load_dataset
+from rag_bench.data.dataset import SHIPPED_FOLDER, load_dataset, shipped_datasets
 from rag_bench.errors import DataError
 
 DOCS = [
@@ -158,6 +158,17 @@ def test_missing_files(tmp_path):
     (folder / "queries.jsonl").unlink()
     expect_error(folder, "queries.jsonl", "missing queries file")
     expect_error(tmp_path / "nowhere", "no such dataset folder")
+
+
+def test_a_shipped_dataset_loads_by_name_unless_a_folder_of_that_name_exists(tmp_path, monkeypatch):
+    assert shipped_datasets() == ["kestrel-kb", "lumen-mall-zh", "seed-example"]
+    monkeypatch.chdir(tmp_path)
+    shipped = load_dataset("seed-example")
+    assert shipped.path == SHIPPED_FOLDER / "seed-example" and shipped.name == "seed-example"
+    assert load_dataset().path == SHIPPED_FOLDER / "kestrel-kb"
+    local = load_dataset(write(tmp_path / "seed-example"))
+    assert load_dataset("seed-example").sha256 == local.sha256 != shipped.sha256
+    expect_error("kestrel", "no such dataset folder", "kestrel-kb, lumen-mall-zh, seed-example")
 
 
 def test_missing_split_names_the_available_ones(tmp_path):

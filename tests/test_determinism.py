@@ -36,6 +36,7 @@ def traces_in_a_new_process(tmp_path, variant: str, dataset, hash_seed: int) -> 
     return tables
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "variant, dataset",
     [

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
-from conftest import ROOT
+from conftest import EXAMPLE, ROOT
 from rag_bench.cli.main import cli
 from rag_bench.components.registry import registry
 
@@ -35,3 +36,21 @@ def test_every_metric_family_is_documented():
 
 def test_the_two_commands_are_there():
     assert "make run" in README and "make test" in README
+
+
+def python_section() -> str:
+    """The first ``python`` block of the README's "The Python API"."""
+    section = README.split("## The Python API", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.slow
+def test_the_python_section_runs(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("plotly")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAG_BENCH_RUNS_DIR", raising=False)
+    shutil.copy(EXAMPLE / "qrels.txt", "qrels.txt")  # the files the section scores
+    shutil.copy(EXAMPLE / "run.txt", "run.trec")
+    exec(compile(python_section(), "README.md", "exec"), {})
+    assert (tmp_path / "report.html").stat().st_size > 0
+    assert "kestrel-kb" in capsys.readouterr().out  # the error names the shipped datasets

@@ -86,6 +86,7 @@ def test_bad_executor_options_are_usage_errors():
         make_executor("local", workers=0)
 
 
+@pytest.mark.slow
 def test_threads_give_the_traces_of_one_block_at_a_time(tmp_path):
     one = run_variant("hybrid_rerank", SHIPPED, selection=SMOKE, runs_dir=tmp_path)
     two = run_variant(
@@ -96,7 +97,15 @@ def test_threads_give_the_traces_of_one_block_at_a_time(tmp_path):
 
 
 @pytest.mark.parametrize("variant", ["hybrid_rerank"])
-@pytest.mark.parametrize("analyzer", ["en", "zh", "auto"])
+@pytest.mark.parametrize(
+    "analyzer",
+    # the default analyzer in the fast tier; each one indexes the whole corpus
+    [
+        pytest.param("en", marks=pytest.mark.slow),
+        pytest.param("zh", marks=pytest.mark.slow),
+        "auto",
+    ],
+)
 def test_an_indexed_pipeline_survives_pickling(variant, analyzer):
     """What Ray does to the shared pipeline: a copy answers exactly as the original."""
     data = load_dataset(SHIPPED)
@@ -138,6 +147,7 @@ def ray_executor():
     executor.close()
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize(
     "variant, overrides, selection",
     [
@@ -166,6 +176,7 @@ def test_ray_runs_store_the_traces_of_local_runs(
     assert ray.manifest["executor"]["name"] == "ray"
 
 
+@pytest.mark.ray
 def test_ray_embeds_the_corpus_in_blocks_and_counts_every_request(
     tmp_path, ray_executor, fake, monkeypatch
 ):
@@ -200,6 +211,7 @@ def test_ray_embeds_the_corpus_in_blocks_and_counts_every_request(
     assert local["generator"]["requests"] == 30 and local["encoder"]["requests"] > 3
 
 
+@pytest.mark.ray
 def test_a_pipeline_that_does_not_pickle_is_one_clear_line(tmp_path, rag_bench, monkeypatch):
     pytest.importorskip("ray", reason="the ray extra is not installed")
     import rag_bench.components.generate as generate
@@ -216,6 +228,7 @@ def _unpicklable(self):
     raise TypeError("a C object cannot be pickled")
 
 
+@pytest.mark.ray
 def test_an_unreachable_ray_address_is_one_line_at_once(tmp_path, rag_bench):
     pytest.importorskip("ray", reason="the ray extra is not installed")
     outcome = rag_bench(

@@ -14,7 +14,10 @@ from conftest import SHIPPED, assert_one_line_error
 from rag_bench.runs import open_runs
 
 
-@pytest.fixture(scope="module", params=["baseline", "hybrid_rerank"])
+# a full run each; the fused and reranked one in the slow tier
+@pytest.fixture(
+    scope="module", params=["baseline", pytest.param("hybrid_rerank", marks=pytest.mark.slow)]
+)
 def stored(request, tmp_path_factory, index_cache):
     """A run on the shipped dataset: BM25 scores with ties (50 queries), or fused and reranked
     ones."""

@@ -84,6 +84,7 @@ def _rename(mapping: dict[str, str], qrels, run, queries: dict[str, str] | None 
     )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(judged_runs(), st.randoms(use_true_random=False), st.data())
 def test_renaming_documents_and_queries_changes_nothing(case, rnd, data):
@@ -108,6 +109,7 @@ def test_renaming_documents_and_queries_changes_nothing(case, rnd, data):
     assert values(*_rename(dict(zip(docs, shuffled)), qrels, distinct)) == values(qrels, distinct)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(judged_runs(), st.randoms(use_true_random=False))
 def test_reordering_lines_and_queries_changes_nothing(case, rnd):
@@ -151,6 +153,7 @@ def test_the_ideal_ranking_scores_1(case):
             assert got[(query, metric)] == pytest.approx(1.0, abs=1e-12), (query, metric)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(judged_runs(), st.randoms(use_true_random=False))
 def test_ties_are_broken_by_doc_id_descending_and_nothing_else(case, rnd):
@@ -270,6 +273,7 @@ def _plain(frame: pd.DataFrame, columns) -> list[tuple]:
 RUN_ID = "20260101-000000-prop-ü✓-0001"
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace_tables(RUN_ID), st.dictionaries(texts, maybe | st.integers(), max_size=3))
 def test_store_round_trip_keeps_every_value(tables, extra):

@@ -356,6 +356,7 @@ def browse(page, tmp_path, *flags):
     return done.stdout
 
 
+@pytest.mark.browser
 @needs_plotly
 def test_charts_draw_in_chromium_and_screenshot(store, data, tmp_path):
     runs, ids = store
@@ -383,6 +384,7 @@ def test_charts_draw_in_chromium_and_screenshot(store, data, tmp_path):
     assert shot.stat().st_size > 50_000  # a blank page compresses to a few kB
 
 
+@pytest.mark.browser
 @needs_plotly
 def test_injected_markup_does_not_run_in_chromium(store, poisoned, tmp_path):
     runs, ids = poisoned

@@ -41,6 +41,16 @@ pytestmark = [
 SMOKE = Selection(tag="smoke")
 EXECUTABLE = Path(sys.executable).with_name("rag-bench")
 COMMAND = [str(EXECUTABLE)] if EXECUTABLE.exists() else [sys.executable, "-m", "rag_bench.cli.main"]
+# The child restores Ctrl-C's default before it becomes rag-bench: an ignored SIGINT (a test
+# process started in the background or by a CI runner) would pass down through exec, and Python
+# never turns an ignored SIGINT into KeyboardInterrupt. A plain exec, unlike subprocess's
+# preexec_fn, is safe while this process runs threads.
+DEFAULT_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
 VOLATILE = {"run_id"}  # besides the latency columns
 
 
@@ -58,7 +68,7 @@ class Process:
             environment[PAUSE_ENV] = f"{pause}:60"
         environment.update(env or {})
         self.proc = subprocess.Popen(
-            [*COMMAND, *map(str, args)],
+            [*DEFAULT_SIGINT, *COMMAND, *map(str, args)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -186,6 +196,7 @@ def resume_in_process(rag_bench, runs: Path, ref: str):
 # --- Ctrl-C and kill ------------------------------------------------------------------------
 
 
+@pytest.mark.signals
 @pytest.mark.parametrize(
     ("stage", "signum", "status"),
     [
@@ -229,6 +240,21 @@ def test_an_interrupted_run_stores_nothing_visible_and_says_so_in_one_line(
     assert manifest["resumed"]["queries_from_checkpoint"] == 30
 
 
+@pytest.mark.signals
+def test_ctrl_c_reaches_the_run_when_the_test_process_ignores_it(tmp_path, cache):
+    """A shell or CI runner may start the tests with SIGINT ignored, which every child inherits
+    through exec; Python then never raises KeyboardInterrupt, and the run would sleep on."""
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        process = start(tmp_path / "runs", cache, "index")
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    process.signal(signal.SIGINT)
+    assert process.finish(timeout=20) == 130
+    assert process.messages() == ["interrupted; nothing stored"]
+
+
+@pytest.mark.signals
 @pytest.mark.parametrize("stage", ["index", "answer", "write"])
 def test_kill_9_leaves_only_hidden_leftovers_that_disturb_nothing(
     tmp_path, cache, clean, rag_bench, stage
@@ -268,6 +294,7 @@ def test_kill_9_leaves_only_hidden_leftovers_that_disturb_nothing(
     assert set(visible(runs)) == {after.run_id} | ({run_id} if stage != "index" else set())
 
 
+@pytest.mark.signals
 def test_a_checkpoint_with_answers_survives_the_cleaning_until_resumed(
     tmp_path, cache, clean, rag_bench
 ):
@@ -285,6 +312,7 @@ def test_a_checkpoint_with_answers_survives_the_cleaning_until_resumed(
     assert hidden(runs) == []
 
 
+@pytest.mark.signals
 def test_two_runs_at_once_on_one_runs_folder_and_a_cold_cache(tmp_path):
     runs, cache = tmp_path / "runs", tmp_path / "cold-cache"
     args = ["run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", runs, "--format", "csv"]

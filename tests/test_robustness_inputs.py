@@ -138,7 +138,7 @@ def test_a_run_file_for_another_collection(tmp_path, rag_bench):
     [
         (["show", "nope"], ["no run 'nope'", "rag-bench runs"]),
         (["show", "20"], ["run id prefix '20' is ambiguous", "give more of the id"]),
-        (["compare", "latest:baseline", "nope"], ["no run 'nope'"]),
+        (["compare", "latest:baseline+", "nope"], ["no run 'nope'"]),
         (["compare", "20", "latest"], ["ambiguous"]),
         (["diff", "nope"], ["no run 'nope'"]),
         (["gate", "nope", "--baseline", "latest", "--max-drop", "ndcg@10=0.1"], ["'nope'"]),

@@ -148,6 +148,7 @@ def test_resume_refs_that_name_nothing_to_resume(interrupted, clean, rag_bench):
     assert hidden(runs) == [f".partial-{stop.run_id}"]
 
 
+@pytest.mark.signals
 def test_a_run_in_use_by_another_process_is_not_resumed(interrupted, rag_bench):
     runs, stop = interrupted
     holder = subprocess.Popen(
@@ -284,6 +285,7 @@ LLM_OPTIONS = [
 ]
 
 
+@pytest.mark.signals
 def test_ctrl_c_during_llm_answering_then_resume_repeats_no_request(tmp_path, llm, index_cache):
     pytest.importorskip("httpx")
     runs = tmp_path / "runs"

@@ -41,6 +41,7 @@ def no_space(*args, **kwargs):
 # --- a full disk ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_writing_the_run_keeps_nothing_but_the_checkpoint(
     tmp_path, monkeypatch, rag_bench, clean
 ):
@@ -74,6 +75,7 @@ def test_a_full_disk_while_writing_the_run_keeps_nothing_but_the_checkpoint(
     assert hidden(runs) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fail_at", "kept"),
     [(1, 0), (4, 8)],  # the checkpoint's header; the second block of answers
@@ -132,6 +134,7 @@ def _read_only_command(runs: Path, args: list) -> list[str] | None:
     return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script]
 
 
+@pytest.mark.slow
 def test_a_read_only_runs_folder_is_a_one_line_error_and_stays_readable(tmp_path, rag_bench, clean):
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -251,6 +254,7 @@ BUILDER = textwrap.dedent(
 )
 
 
+@pytest.mark.signals
 def test_two_processes_build_one_cache_entry_and_readers_never_see_half_of_it(tmp_path):
     root = tmp_path / "cache"
     root.mkdir()
@@ -275,6 +279,7 @@ def test_two_processes_build_one_cache_entry_and_readers_never_see_half_of_it(tm
     assert (value, hit) == ("loaded", True)
 
 
+@pytest.mark.slow
 def test_a_damaged_cache_entry_is_rebuilt(tmp_path, clean):
     cache = tmp_path / "cache"
     first = run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=tmp_path, cache_dir=cache)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from runs_helpers import committed_ids, read_table
+from runs_helpers import committed_ids, manifest_file, read_table
 
 from conftest import SHIPPED, assert_one_line_error
 from rag_bench.experiment.runner import DEFAULT_KS, Selection, run_variant
@@ -133,6 +133,17 @@ def test_cli_run_prints_summary_and_stores(rag_bench, tmp_path):
     }
     assert len(committed_ids(tmp_path)) == 2
     assert out.stderr.count("stored run") == 2
+
+
+def test_cli_run_takes_a_shipped_dataset_by_name_from_any_folder(rag_bench, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ("--dataset", "seed-example", "--k", "2,3", "--runs-dir", tmp_path / "runs")
+    out = rag_bench("run", "--variant", "recorded", *args, "--format", "json")
+    assert out.exit_code == 0, out.stderr
+    [run_id] = committed_ids(tmp_path / "runs")
+    manifest = json.loads(manifest_file(tmp_path / "runs", run_id).read_text())
+    assert manifest["dataset"]["name"] == "seed-example"
+    assert Path(manifest["dataset"]["path"]) == SHIPPED.parent / "seed-example"
 
 
 @pytest.mark.parametrize(

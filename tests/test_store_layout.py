@@ -116,6 +116,7 @@ def test_a_variant_name_with_path_characters_is_escaped_and_read_back(tmp_path, 
 # --- the manifest commits ------------------------------------------------------------------
 
 
+@pytest.mark.signals
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_kill_9_between_placing_tables_and_committing_hides_them_until_cleaned(
     tmp_path, index_cache, clean, rag_bench
@@ -145,6 +146,7 @@ def test_kill_9_between_placing_tables_and_committing_hides_them_until_cleaned(
     assert visible(runs) == [run_id] and hidden(runs) == []
 
 
+@pytest.mark.signals
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_between_placing_tables_and_committing_takes_them_back(tmp_path, index_cache):
     runs = tmp_path / "runs"

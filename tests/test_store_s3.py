@@ -12,7 +12,8 @@ from runs_helpers import committed_ids
 
 from conftest import assert_one_line_error
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# a moto S3 server per module and runs written over HTTP: seconds each
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.slow]
 
 SECRET = "s3cr3t-never-stored-0123456789"
 

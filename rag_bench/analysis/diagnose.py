@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from rag_bench.errors import UsageError
-from rag_bench.runs import RunStore, StoredRun
+from rag_bench.runs import RunStore, StoredRun, open_runs
 
 SLICES = ("category", "tag", "failure_class", "none")
 EXAMPLES = 3
@@ -180,6 +181,18 @@ def diagnose_run(
     table["delta"] = table["share"] - table["share_against"]
     changes = _changes(mine, theirs, slice_by)
     return table.merge(changes, on=["symptom", "slice"], how="left")
+
+
+def diagnose(
+    runs_dir: str | Path | RunStore | None,
+    run: str,
+    against: str | None = None,
+    slice_by: str = "category",
+) -> pd.DataFrame:
+    """:func:`diagnose_run` by reference (an id, a name, ``latest:…``) in a runs folder (a path,
+    URL or :class:`RunStore`; None: the default)."""
+    store = open_runs(runs_dir)
+    return diagnose_run(store, store.get(run), store.get(against) if against else None, slice_by)
 
 
 def _changes(mine: pd.DataFrame, theirs: pd.DataFrame, slice_by: str) -> pd.DataFrame:

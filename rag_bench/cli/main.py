@@ -200,7 +200,7 @@ def _progress(label: str):
     "--dataset",
     type=click.Path(file_okay=False),
     default=None,
-    help="Dataset folder (BEIR layout). Default: the shipped kestrel-kb.",
+    help="Dataset folder (BEIR layout) or a shipped dataset's name. Default: kestrel-kb.",
 )
 @runs_dir_option()
 @click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
@@ -322,7 +322,7 @@ def _stored(result, results: list) -> None:
 def _run_with(ctx: click.Context, results: list, executor) -> None:
     from rag_bench.components.registry import registry
     from rag_bench.data.dataset import load_dataset
-    from rag_bench.experiment.runner import SHIPPED_DATASET, Selection, resume_run, run_variant
+    from rag_bench.experiment.runner import Selection, resume_run, run_variant
 
     p = ctx.params
     variants, overrides = p["variants"], p["overrides"]
@@ -362,7 +362,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
         names = [n for n, spec in registry().variants.items() if spec.service is None]
     for name in names:
         registry().variant(name)  # fail on a misspelt name before any work
-    data = load_dataset(p["dataset"] or SHIPPED_DATASET, split=p["split"])
+    data = load_dataset(p["dataset"], split=p["split"])
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
     selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
@@ -454,7 +454,8 @@ def metrics_command(fmt):
     "--dataset",
     type=click.Path(file_okay=False),
     default=None,
-    help="Dataset with labelled claims in answers.jsonl. Default: the shipped kestrel-kb.",
+    help="Dataset (folder or shipped name) with labelled claims in answers.jsonl. "
+    "Default: kestrel-kb.",
 )
 @click.option(
     "--run",
@@ -470,12 +471,11 @@ def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha,
     from rag_bench.analysis.agreement import assess_judge
     from rag_bench.cli.views import agreement_output
     from rag_bench.data.dataset import load_dataset
-    from rag_bench.experiment.runner import SHIPPED_DATASET
 
     claims = None
     if run_ref:
         claims = open_store(runs_dir).claims([run_ref])
-    report = assess_judge(load_dataset(dataset or SHIPPED_DATASET), judge, overrides, claims, alpha)
+    report = assess_judge(load_dataset(dataset), judge, overrides, claims, alpha)
     click.echo(agreement_output(report, fmt))
 
 
@@ -565,11 +565,11 @@ def show_command(run, slice_by, metrics, runs_dir, fmt):
 def diagnose_command(run, against, slice_by, runs_dir, fmt):
     """Which symptoms a run shows, per slice: count, share, likely culprit stage, what to try
     and example queries; with --against, which symptoms grew or shrank over the same queries."""
-    from rag_bench.analysis.diagnose import diagnose_run
+    from rag_bench.analysis.diagnose import diagnose
     from rag_bench.cli.render import render
 
     store = open_store(runs_dir)
-    table = diagnose_run(store, store.get(run), store.get(against) if against else None, slice_by)
+    table = diagnose(store, run, against, slice_by)
     click.echo(render(table, fmt))
 
 

@@ -22,6 +22,9 @@ from rag_bench.io.jsonl import read_jsonl
 from rag_bench.model import UNCATEGORIZED, Doc, Query
 
 KNOWN_CATEGORIES = ("literal", "paraphrase", "multi-hop", "unanswerable")
+# the datasets that travel inside the package (and the wheel), found wherever it is installed
+SHIPPED_FOLDER = Path(__file__).resolve().parent / "shipped"
+DEFAULT_DATASET = "kestrel-kb"
 
 
 @dataclass
@@ -176,12 +179,32 @@ def _digest(paths: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def load_dataset(path: str | Path, split: str = "test") -> Dataset:
-    """Load and validate a dataset folder; the evaluated queries are those of ``split``'s qrels
-    plus every ``should_refuse`` query (which has no relevant document by definition)."""
-    folder = Path(path)
-    if not folder.is_dir():
-        raise DataError(folder, "no such dataset folder", "give the folder holding corpus.jsonl")
+def shipped_datasets() -> list[str]:
+    """The names of the datasets shipped with rag-bench."""
+    return sorted(p.parent.name for p in SHIPPED_FOLDER.glob("*/corpus.jsonl"))
+
+
+def dataset_folder(path: str | Path | None = None) -> Path:
+    """The folder of a dataset given as a folder or, when no such folder exists, as the name of
+    a shipped dataset; None is the default shipped dataset (kestrel-kb)."""
+    folder = Path(path if path is not None else SHIPPED_FOLDER / DEFAULT_DATASET)
+    if folder.is_dir():
+        return folder
+    names = shipped_datasets()
+    if str(path) in names:
+        return SHIPPED_FOLDER / str(path)
+    raise DataError(
+        folder,
+        "no such dataset folder",
+        f"give the folder holding corpus.jsonl, or a shipped dataset: {', '.join(names)}",
+    )
+
+
+def load_dataset(path: str | Path | None = None, split: str = "test") -> Dataset:
+    """Load and validate a dataset (a folder, a shipped dataset's name, or None for the shipped
+    kestrel-kb); the evaluated queries are those of ``split``'s qrels plus every
+    ``should_refuse`` query (which has no relevant document by definition)."""
+    folder = dataset_folder(path)
     docs = load_corpus(folder / "corpus.jsonl")
     queries_path = folder / "queries.jsonl"
     all_queries, lines = load_queries(queries_path)

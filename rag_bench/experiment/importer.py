@@ -16,7 +16,6 @@ from rag_bench.data.outputs import Outputs, load_outputs, outputs_from
 from rag_bench.errors import UsageError
 from rag_bench.experiment.runner import (
     DEFAULT_KS,
-    SHIPPED_DATASET,
     RunResult,
     evaluate_variant,
     run_variant,
@@ -68,7 +67,7 @@ def import_outputs(
     claims and judged by ``judge`` against the recorded passages (or the retrieved documents),
     failure classes. Evaluated queries without a record are left out and listed in the
     manifest (``outputs.missing``). Returns the stored run and the outputs read."""
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or SHIPPED_DATASET)
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     read = load_outputs(outputs, data.docs, data.queries)
     annotations = {
         "outputs": {
@@ -103,7 +102,7 @@ def evaluate_outputs(
     """Score outputs given in memory (a list of record dicts, or a DataFrame with one row per
     query, as in the outputs file format) exactly as an import would, and store nothing: the
     trace tables ``queries``, ``metrics``, ``retrieved`` and ``claims`` as DataFrames."""
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or SHIPPED_DATASET)
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     read = outputs_from(records, data.docs, data.queries)
     return evaluate_variant(
         replay_spec(IMPORT_VARIANT, read, judge, judge_params),

@@ -47,7 +47,6 @@ from rag_bench.runs import (
 )
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
-SHIPPED_DATASET = Path(__file__).resolve().parent.parent / "data" / "shipped" / "kestrel-kb"
 
 
 @dataclass
@@ -226,7 +225,7 @@ def run_variant(
     _check_depth(depth, ks)
     spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
     resolved = resolve(spec, overrides)
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or SHIPPED_DATASET)
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     chosen = selection.apply(data.queries)
     store = open_runs(runs_dir)
@@ -480,7 +479,7 @@ def evaluate_variant(
     _check_depth(depth, ks)
     spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
     resolved = resolve(spec, overrides)
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset or SHIPPED_DATASET)
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     pipeline.index(data)
     queries = [

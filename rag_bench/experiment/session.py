@@ -1,0 +1,118 @@
+"""Running and resuming from Python: what ``rag_bench.run`` and ``rag_bench.resume`` are.
+
+They speak in parameters where the command line speaks in flags: component overrides as a
+mapping (``{"retriever.k1": 1.2}``), the query selection as ``tag``, ``sample`` and ``seed``,
+the executor by name. They build what the runner works with, close the executor afterwards and
+return the stored runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rag_bench.components.registry import registry
+from rag_bench.data.dataset import Dataset, load_dataset
+from rag_bench.experiment.runner import DEFAULT_KS, RunResult, Selection, resume_run, run_variant
+from rag_bench.pipeline.executors import make_executor
+
+
+def run(
+    variant: str | Sequence[str],
+    dataset: Dataset | str | Path | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    ks: Sequence[int] = DEFAULT_KS,
+    depth: int = 100,
+    tag: str | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    split: str = "test",
+    runs_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+) -> RunResult | list[RunResult]:
+    """Run a variant over ``dataset`` and store its traces under ``runs_dir``.
+
+    ``variant`` is one name (returns its :class:`RunResult`), or a list of names or ``"all"``
+    (returns a list, in order). ``dataset`` is a folder, a shipped dataset's name
+    (``kestrel-kb``, ``lumen-mall-zh``, ``seed-example``) or a loaded :class:`Dataset`; None
+    is kestrel-kb. ``overrides`` maps ``"slot.param"`` to a value, as in the manifest's
+    params. ``tag`` keeps the queries carrying it; ``sample`` draws that many of them with
+    ``seed``. ``executor`` is ``"local"`` (``workers`` threads) or ``"ray"``.
+    """
+    names = list(registry().variants) if variant == "all" else _names(variant)
+    for name in names:
+        registry().variant(name)  # a misspelt name fails before any work
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, split=split)
+    texts = override_texts(overrides or {})
+    selection = Selection(tag=tag, sample=sample, seed=seed)
+    runner = make_executor(executor, address, workers)
+    try:
+        results = [
+            run_variant(
+                name,
+                data,
+                overrides=texts,
+                ks=ks,
+                depth=depth,
+                selection=selection,
+                runs_dir=runs_dir,
+                cache_dir=cache_dir,
+                executor=runner,
+            )
+            for name in names
+        ]
+    finally:
+        runner.close()
+    return results[0] if isinstance(variant, str) and variant != "all" else results
+
+
+def resume(
+    ref: str,
+    *,
+    runs_dir: str | Path | None = None,
+    dataset: Dataset | str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+) -> RunResult:
+    """Finish an interrupted run (``ref``: its id or a unique prefix) from its checkpoint.
+
+    The variant, parameters, cutoffs and selection come from the checkpoint; ``dataset`` is
+    needed only when the data moved, and must hash as the run's did.
+    """
+    runner = make_executor(executor, address, workers)
+    try:
+        return resume_run(
+            ref, runs_dir=runs_dir, dataset=dataset, cache_dir=cache_dir, executor=runner
+        )
+    finally:
+        runner.close()
+
+
+def override_texts(overrides: Mapping[str, Any]) -> list[str]:
+    """``{"retriever.k1": 1.2}`` -> ``["retriever.k1=1.2"]``, the form the manifest records.
+
+    A string stays as written unless it would read back as another JSON value (``"1.2"``),
+    in which case it is quoted so that it stays a string.
+    """
+    return [f"{key}={_text(value)}" for key, value in overrides.items()]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return json.dumps(value)
+
+
+def _names(variant: str | Sequence[str]) -> list[str]:
+    return [variant] if isinstance(variant, str) else list(variant)
