@@ -17,6 +17,7 @@ def components() -> list[ComponentSpec]:
         RecordedGenerator,
     )
     from rag_bench.components.judges import AnnotatedJudge, LexicalJudge
+    from rag_bench.components.minilm import MiniLMEncoder
     from rag_bench.components.openai.components import OpenAIEncoder, OpenAIGenerator
     from rag_bench.components.openai.judge import LLMJudge
     from rag_bench.components.recorded import RecordedRetriever
@@ -40,6 +41,7 @@ def components() -> list[ComponentSpec]:
         LSAEncoder,
         OpenAIEncoder,
         SentenceTransformerEncoder,
+        MiniLMEncoder,
         ReciprocalRankFusion,
         WeightedScoreFusion,
         ProximityReranker,

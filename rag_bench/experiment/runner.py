@@ -367,7 +367,7 @@ def _execute(
     checkpoint, path, total, resumable = prior, None, len(chosen), True
     executor = executor or LocalExecutor()
     try:
-        report = pipeline.index(data, executor)
+        report = pipeline.index(data, executor, progress)
         query_ids = pipeline.select_queries(chosen)
         if not query_ids:
             raise UsageError(
@@ -412,6 +412,8 @@ def _execute(
             started,
         )
         manifest["executor"] = executor.describe()
+        if pipeline.reranker_training() is not None:
+            manifest["reranker_training"] = pipeline.reranker_training()
         manifest["usage"] = saver.usage()
         manifest["duration_s"] = saver.elapsed()
         if prior is not None:
