@@ -242,3 +242,21 @@ def test_real_minilm_in_a_hybrid_run(real_minilm, tmp_path):
     result = run_variant("hybrid", SEED, overrides=overrides, ks=(1, 3), depth=3, runs_dir=tmp_path)
     recall = result.metrics.query("metric == 'recall@3'")["value"]
     assert (recall == 1.0).all()
+
+
+def test_a_corpus_embedded_in_blocks_shows_its_progress(fake_st, monkeypatch):
+    from rag_bench.data.dataset import load_dataset
+    from rag_bench.pipeline import compose
+
+    monkeypatch.setattr(compose, "EMBED_BLOCK", 1)
+    config = {"chunker": {"name": "fixed", "size": 12, "overlap": 0}}
+    config["encoder"] = {"name": "sentence-transformers", "model": "fake/m", "batch_size": 1}
+    seen = []
+
+    def progress(blocks):
+        seen.append(len(blocks))
+        yield from blocks
+
+    pipeline = compose.Pipeline(config, compose.Cache(None))
+    pipeline.index(load_dataset(SEED), progress=progress)
+    assert seen == [len(pipeline.chunks)] and len(pipeline.chunks) > 1
