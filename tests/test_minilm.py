@@ -63,7 +63,7 @@ def ndcg_by_category(result) -> pd.Series:
 
 
 def test_a_hybrid_with_minilm_beats_bm25_on_paraphrases(real_minilm, tmp_path):
-    shared = {"runs_dir": tmp_path / "runs", "cache_dir": tmp_path / "cache"}
+    shared = {"runs_dir": tmp_path / "runs"}  # the session's index cache
     baseline = ndcg_by_category(run_variant("baseline", SHIPPED, **shared))
     hybrid = ndcg_by_category(
         run_variant("hybrid", SHIPPED, overrides=["encoder.name=minilm"], **shared)

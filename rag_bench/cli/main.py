@@ -292,8 +292,8 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
     selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
-    # said before the first stored run (not before the work, so that an error stays one line)
-    stand_in = any(_encoder_of(name, overrides) == "lsa" for name in names)
+    # said once, with the first stored run that uses it (an error stays one line)
+    stand_in = {name for name in names if _encoder_of(name, overrides) == "lsa"}
     for name in names:
         result = run_variant(
             name,
@@ -306,11 +306,11 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             progress=_progress(name),
             executor=executor,
         )
-        if stand_in:
+        if name in stand_in:
             from rag_bench.components.dense import STAND_IN_NOTE
 
             click.echo(f"note: {STAND_IN_NOTE}", err=True)
-            stand_in = False
+            stand_in = set()
         click.echo(
             f"stored run {result.run_id} ({len(result.queries)} queries) in {result.path}", err=True
         )
