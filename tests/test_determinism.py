@@ -50,3 +50,32 @@ def test_traces_do_not_depend_on_the_hash_seed(tmp_path, variant, dataset):
     assert first.keys() == second.keys() and "retrieved" in first
     for name in first:
         pd.testing.assert_frame_equal(first[name], second[name], check_exact=True, obj=name)
+
+
+def traces_with_workers(tmp_path, name: str, workers: int) -> dict:
+    """A hybrid_rerank run on a fresh index cache, its query blocks on ``workers`` threads."""
+    from rag_bench.experiment.runner import Selection, run_variant
+    from rag_bench.pipeline.executors import LocalExecutor
+
+    result = run_variant(
+        "hybrid_rerank",
+        SHIPPED,
+        selection=Selection(tag="smoke"),
+        runs_dir=tmp_path / f"runs-{name}",
+        cache_dir=tmp_path / f"cache-{name}",
+        executor=LocalExecutor(workers=workers),
+    )
+    return {
+        name: frame[[c for c in frame.columns if c != "run_id" and not c.startswith("latency_ms")]]
+        for name, frame in result.tables.items()
+    }
+
+
+def test_traces_do_not_depend_on_threads_or_their_timing(tmp_path):
+    """Scores are made on one BLAS thread whatever other threads do (a threadpool limit
+    toggled by one thread used to change the ltr reranker's products in their last bits)."""
+    first = traces_with_workers(tmp_path, "a", workers=2)
+    for name, workers in (("b", 2), ("c", 1)):
+        again = traces_with_workers(tmp_path, name, workers)
+        for table in first:
+            pd.testing.assert_frame_equal(first[table], again[table], check_exact=True, obj=table)

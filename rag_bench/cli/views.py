@@ -196,10 +196,21 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
                 break_on_hyphens=False,
             )
         )
-    head.append("")
+    head += [*_training_line(m), ""]
     return (
         "\n".join(head) + render(table, fmt) if fmt in ("table", "markdown") else render(table, fmt)
     )
+
+
+def _training_line(manifest: dict) -> list[str]:
+    """Where a learning reranker's labels came from: a reader must see when a reranker was
+    cross-fitted on the very queries it is scored on."""
+    training = manifest.get("reranker_training")
+    if not training:
+        return []
+    if "split" in training:
+        return [f"reranker  learnt from split {training['split']} ({training['queries']} queries)"]
+    return [f"reranker  {training['labels']} ({training['folds']} folds)"]
 
 
 def comparison_output(result, fmt: str) -> str:

@@ -37,6 +37,14 @@ INDEPENDENT_EMBEDDINGS (encoder) embeds each text on its own, learning nothing f
                        checkpointed, and on a Ray cluster on the workers
 METERED                calls a paid service and counts what it used: ``usage()``, ``tally()``,
                        ``absorb(counts)`` (:class:`Metered`); usage lands in the manifest
+USES_ENCODER           (reranker) reads the pipeline's dense index (the encoder's query–passage
+                       similarity as a feature): ``attach_encoder(index)`` after indexing
+                       (:class:`UsesEncoder`)
+LEARNS_FROM_SPLIT      (reranker) learns from a labelled split of its own before the evaluated
+                       queries: ``train_queries`` (set by ``prepare``; empty: none),
+                       ``learn(queries, candidates, stages)`` on their first-stage candidates,
+                       and ``training`` (JSON-able: where its labels came from, for the
+                       manifest) (:class:`LearnsFromSplit`)
 READS_DATASET          (chunker) chunks from what the dataset records, not from the text alone
                        (the passages an imported system retrieved): ``read_dataset(dataset)``
                        before the first ``chunk`` (:class:`ReadsDataset`)
@@ -76,6 +84,8 @@ class Capability(str, Enum):
     INDEPENDENT_EMBEDDINGS = "independent_embeddings"
     METERED = "metered"
     READS_DATASET = "reads_dataset"
+    USES_ENCODER = "uses_encoder"
+    LEARNS_FROM_SPLIT = "learns_from_split"
 
 
 # --- the slots ---------------------------------------------------------------------------
@@ -266,6 +276,27 @@ class Metered(Protocol):
         ...
 
 
+class UsesEncoder(Protocol):
+    def attach_encoder(self, index: Any) -> None:
+        """Keep the pipeline's dense index (its ``encoder`` and chunk embeddings)."""
+        ...
+
+
+class LearnsFromSplit(Protocol):
+    train_queries: list[Query]
+    training: dict
+
+    def learn(
+        self,
+        queries: Sequence[Query],
+        candidates: Sequence[Hits],
+        stages: Sequence[dict[str, Hits]],
+    ) -> None:
+        """Learn from the train queries' first-stage candidates (their labels are the
+        component's own business, read in ``prepare``)."""
+        ...
+
+
 class ReadsDataset(Protocol):
     def read_dataset(self, dataset: Dataset) -> None:
         """Read what the chunks come from, before the first ``chunk``."""
@@ -292,6 +323,8 @@ SLOT_CAPABILITIES: dict[str, dict[Capability, type]] = {
         Capability.PREPARE: Prepared,
         Capability.CACHE: Cached,
         Capability.LEARNS_ACROSS_QUERIES: NoMembers,
+        Capability.USES_ENCODER: UsesEncoder,
+        Capability.LEARNS_FROM_SPLIT: LearnsFromSplit,
         Capability.METERED: Metered,
     },
     "generator": {

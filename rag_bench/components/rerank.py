@@ -7,23 +7,35 @@ word pairs occur as pairs, whether the title matches, and what each first-stage 
 thought of it.
 
 - ``proximity`` blends those features with fixed weights; it needs no labels.
-- ``ltr`` learns the blend from relevance labels (pairwise logistic regression) with
-  cross-fitting: the queries are split into folds and each fold is scored by a model trained on
-  the other folds only, so no query is ever scored by a model that saw its own labels.
+- ``ltr`` learns the blend from relevance labels (pairwise logistic regression). It learns from
+  a labelled split of its own (``train_split``: the dataset's ``qrels/train.tsv`` and the
+  queries it names) when there is one; otherwise it cross-fits: the evaluated queries are split
+  into folds and each fold is scored by a model trained on the other folds only, so no query is
+  ever scored by a model that saw its own labels. :attr:`LearnedReranker.training` says which.
+
+When the pipeline has an encoder, ``ltr`` also sees the encoder's query–passage cosine
+similarity for every candidate (``similarity``), not only for those the dense retriever found.
+
+Every score is a sum of feature × weight computed without BLAS (a fixed summation order), and
+the model is fitted on one BLAS thread, so the scores are the same bit for bit whatever the
+executor or other threads do.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from rag_bench.components.base import Capability, Reranker
+from rag_bench.components.blas import one_blas_thread
 from rag_bench.components.registry import component
 from rag_bench.components.termstats import TermWeights
-from rag_bench.data.dataset import Dataset
-from rag_bench.errors import UsageError
+from rag_bench.data.dataset import Dataset, load_queries
+from rag_bench.data.qrels import load_qrels
+from rag_bench.errors import DataError, UsageError
 from rag_bench.model import Chunk, Hits, Query
 
 FEATURES = (
@@ -36,6 +48,7 @@ FEATURES = (
     "dense",
     "fuzzy",
     "document",
+    "similarity",
 )
 
 
@@ -102,7 +115,17 @@ class PassageFeatures:
                 positions.setdefault(term, []).append(i)
         return len(present) / min_window(positions)
 
-    def matrix(self, query: Query, hits: Hits, stages: dict[str, Hits]) -> np.ndarray:
+    def matrix(
+        self,
+        query: Query,
+        hits: Hits,
+        stages: dict[str, Hits],
+        similarity: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """One row per candidate; ``similarity`` is the encoder's cosine per candidate (0 when
+        the pipeline has no encoder)."""
+        if similarity is None:
+            similarity = np.zeros(len(hits))
         query_terms = self.analyzer.terms(query.text)
         wanted = set(query_terms)
         total = self.weights.total(wanted) or 1.0
@@ -124,6 +147,7 @@ class PassageFeatures:
                     stage_scores.get("dense", {}).get(int(position), 0.0),
                     fuzzy_coverage(wanted, set(passage) | self.title_terms[position]),
                     self.weights.total(wanted & self.doc_terms[position]) / total,
+                    float(similarity[rank]),
                 ]
             )
         return np.array(rows, dtype=np.float64).reshape(len(rows), len(FEATURES))
@@ -136,6 +160,19 @@ def _normalised_scores(hits: Hits) -> dict[int, float]:
     low, high = hits.score.min(), hits.score.max()
     scaled = (hits.score - low) / (high - low) if high > low else np.ones(len(hits))
     return dict(zip(hits.index.tolist(), scaled.tolist()))
+
+
+def linear(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``matrix @ weights`` without BLAS: numpy's own row sums, in a fixed order."""
+    return (matrix * weights[None, :]).sum(axis=1)
+
+
+def encoder_similarity(index, queries: Sequence[Query], heads: Sequence[Hits]) -> list[np.ndarray]:
+    """The cosine between each query's embedding and each of its candidates' embeddings
+    (unit-length vectors, so a dot product), from a dense ``index``'s encoder and embeddings."""
+    vectors = np.asarray(index.encoder.encode([q.text for q in queries]), dtype=np.float64)
+    chunks = index.embeddings
+    return [linear(chunks[head.index].astype(np.float64), v) for v, head in zip(vectors, heads)]
 
 
 def reorder(hits: Hits, head_scores: np.ndarray) -> Hits:
@@ -171,7 +208,7 @@ class ProximityReranker(Reranker):
     ):
         check_top_n(top_n)
         self.top_n = top_n
-        self.weights = np.array([prior, coverage, proximity, pairs, title, 0.0, 0.0, 0.0, 0.0])
+        self.weights = np.array([prior, coverage, proximity, pairs, title, 0, 0, 0, 0, 0], float)
 
     def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         self.features = PassageFeatures(chunks, analyzer)
@@ -182,63 +219,162 @@ class ProximityReranker(Reranker):
         out = []
         for query, hits, retrieved in zip(queries, candidates, stages):
             head = hits.top(self.top_n)
-            out.append(reorder(hits, self.features.matrix(query, head, retrieved) @ self.weights))
+            matrix = self.features.matrix(query, head, retrieved)
+            out.append(reorder(hits, linear(matrix, self.weights)))
         return out
 
 
 @component(
     "reranker",
     "ltr",
-    description="pairwise logistic regression on passage features, cross-fitted over query folds",
+    description="pairwise logistic regression on passage features, learnt from a train split "
+    "or cross-fitted over query folds",
 )
 class LearnedReranker(Reranker):
-    # the fold models are trained on the run's other queries: reranking needs them all at once
-    capabilities = frozenset({Capability.PREPARE, Capability.LEARNS_ACROSS_QUERIES})
+    """``train_split``: ``auto`` learns from ``qrels/train.tsv`` when the dataset has one and
+    cross-fits otherwise; a split name must exist; ``none`` always cross-fits."""
 
-    def __init__(self, top_n: int = 30, folds: int = 5, seed: int = 0, c: float = 1.0):
+    # the fold models are trained on the run's other queries: reranking needs them all at once
+    capabilities = frozenset(
+        {
+            Capability.PREPARE,
+            Capability.LEARNS_ACROSS_QUERIES,
+            Capability.USES_ENCODER,
+            Capability.LEARNS_FROM_SPLIT,
+        }
+    )
+    train_queries: list[Query] = []  # noqa: RUF012 (set per instance by prepare)
+
+    def __init__(
+        self,
+        top_n: int = 30,
+        folds: int = 5,
+        seed: int = 0,
+        c: float = 1.0,
+        train_split: str = "auto",
+    ):
         check_top_n(top_n)
         if folds < 2:
             raise UsageError(
                 f"reranker.folds={folds} is below 2", "cross-fitting needs at least 2 folds"
             )
         self.top_n, self.folds, self.seed, self.c = top_n, folds, seed, c
+        self.train_split = str(train_split)
+        self.index = None  # the pipeline's dense index, when it has one
+        self.model = None  # learnt from the train split
+        self.train_queries: list[Query] = []
+
+    def attach_encoder(self, index) -> None:
+        self.index = index
 
     def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         self.features = PassageFeatures(chunks, analyzer)
         self.chunks = chunks
         self.grades = dataset.qrels.to_dict()
+        self.train_queries = self._training_split(dataset)
+
+    def _training_split(self, dataset: Dataset) -> list[Query]:
+        """The queries of the train split (none when cross-fitting); their grades join
+        ``self.grades``. Evaluated queries never train: they are left out of the split."""
+        split = "train" if self.train_split == "auto" else self.train_split
+        path = dataset.path / "qrels" / f"{split}.tsv"
+        evaluated = Path(str(dataset.qrels.source)).resolve()
+        if self.train_split == "auto" and (not path.is_file() or path.resolve() == evaluated):
+            return []  # no split of its own: cross-fit
+        if self.train_split == "none":
+            return []
+        if not path.is_file():
+            raise DataError(
+                path,
+                f"no qrels for reranker.train_split={split!r}",
+                "use a split the dataset has, or reranker.train_split=none to cross-fit",
+            )
+        grades = load_qrels(path).to_dict()
+        everything, _ = load_queries(dataset.path / "queries.jsonl")
+        chosen = [
+            everything[q] for q in sorted(grades) if q in everything and q not in dataset.queries
+        ]
+        if not chosen:
+            raise UsageError(
+                f"reranker.train_split={split!r} has no query apart from the evaluated ones",
+                "train on another split, or reranker.train_split=none to cross-fit",
+            )
+        for query in chosen:
+            self.grades[query.id] = grades[query.id]
+        self.split = split
+        return chosen
+
+    @property
+    def training(self) -> dict:
+        """Where the model's labels came from (for the manifest and ``show``)."""
+        if self.train_queries:
+            return {
+                "labels": "train split",
+                "split": self.split,
+                "queries": len(self.train_queries),
+            }
+        return {"labels": "cross-fitted on the evaluated queries", "folds": self.folds}
 
     def fold(self, query_id: str) -> int:
         """A query's fold, from a hash of its id: stable whatever else is in the run."""
         digest = hashlib.sha256(f"{self.seed}:{query_id}".encode()).digest()
         return int.from_bytes(digest[:8], "big") % self.folds
 
+    def _matrices(
+        self, queries: Sequence[Query], candidates: Sequence[Hits], stages: Sequence[dict]
+    ) -> list[np.ndarray]:
+        heads = [h.top(self.top_n) for h in candidates]
+        similarity = (
+            encoder_similarity(self.index, queries, heads)
+            if self.index is not None
+            else [None] * len(heads)
+        )
+        return [
+            self.features.matrix(q, h, s, sim)
+            for q, h, s, sim in zip(queries, heads, stages, similarity)
+        ]
+
+    def learn(
+        self, queries: Sequence[Query], candidates: Sequence[Hits], stages: Sequence[dict]
+    ) -> None:
+        """Fit the model on the train split's queries and their first-stage candidates."""
+        matrices = self._matrices(queries, candidates, stages)
+        labels = [self._labels(q, h) for q, h in zip(queries, candidates)]
+        self.model = self._fit(list(range(len(queries))), matrices, labels)
+
     def rerank_all(
         self, queries: Sequence[Query], candidates: Sequence[Hits], stages: Sequence[dict]
     ) -> list[Hits]:
-        heads = [h.top(self.top_n) for h in candidates]
-        matrices = [self.features.matrix(q, h, s) for q, h, s in zip(queries, heads, stages)]
-        labels = [self._labels(q, h) for q, h in zip(queries, heads)]
+        matrices = self._matrices(queries, candidates, stages)
+        if self.train_queries:
+            scores = [self._score(self.model, m) for m in matrices]
+            return [reorder(h, s) for h, s in zip(candidates, scores)]
+        labels = [self._labels(q, h) for q, h in zip(queries, candidates)]
         folds = np.array([self.fold(q.id) for q in queries])
         scores: list[np.ndarray | None] = [None] * len(queries)
         for f in range(self.folds):
             model = self._fit([i for i in range(len(queries)) if folds[i] != f], matrices, labels)
             for i in np.flatnonzero(folds == f):
-                if len(matrices[i]) == 0:
-                    scores[i] = np.zeros(0)
-                elif model is None:  # nothing to learn from: keep the first-stage order
-                    scores[i] = matrices[i][:, 0]
-                else:
-                    scores[i] = model.decision_function(matrices[i])
+                scores[i] = self._score(model, matrices[i])
         return [reorder(h, s) for h, s in zip(candidates, scores)]
 
-    def _labels(self, query: Query, head: Hits) -> np.ndarray:
-        judged = self.grades.get(query.id, {})
-        return np.array([judged.get(self.chunks[p].doc_id, 0) >= 1 for p in head.index], dtype=int)
+    @staticmethod
+    def _score(weights: np.ndarray | None, matrix: np.ndarray) -> np.ndarray:
+        if len(matrix) == 0:
+            return np.zeros(0)
+        if weights is None:  # nothing to learn from: keep the first-stage order
+            return matrix[:, 0]
+        return linear(matrix, weights)
 
-    def _fit(self, train: list[int], matrices, labels):
+    def _labels(self, query: Query, candidates: Hits) -> np.ndarray:
+        judged = self.grades.get(query.id, {})
+        head = candidates.index[: self.top_n]
+        return np.array([judged.get(self.chunks[p].doc_id, 0) >= 1 for p in head], dtype=int)
+
+    def _fit(self, train: list[int], matrices, labels) -> np.ndarray | None:
         """Pairwise logistic regression (RankSVM-style): learn w so that w·(relevant − other)
-        > 0 for every pair of candidates of one query; order, not calibration, is what counts."""
+        > 0 for every pair of candidates of one query; order, not calibration, is what counts.
+        Returns w (None when no query has both relevant and other candidates)."""
         from sklearn.linear_model import LogisticRegression
 
         pairs = []
@@ -252,4 +388,6 @@ class LearnedReranker(Reranker):
             return None
         x = np.vstack(pairs)
         x, y = np.vstack([x, -x]), np.r_[np.ones(len(x)), np.zeros(len(x))]
-        return LogisticRegression(C=self.c, max_iter=2000, fit_intercept=False).fit(x, y)
+        with one_blas_thread():
+            model = LogisticRegression(C=self.c, max_iter=2000, fit_intercept=False).fit(x, y)
+        return model.coef_[0].astype(np.float64)

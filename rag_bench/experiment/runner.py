@@ -386,7 +386,7 @@ def _execute(
     checkpoint, stored_run, total, resumable = prior, None, len(chosen), True
     executor = executor or LocalExecutor()
     try:
-        report = pipeline.index(data, executor)
+        report = pipeline.index(data, executor, progress)
         query_ids = _selected(pipeline, plan.spec, data, chosen)
         total = len(query_ids)
         if prior is not None and prior.header.get("query_ids") != query_ids:
@@ -426,6 +426,8 @@ def _execute(
         manifest["overrides"] = list(plan.header.get("overrides", []))
         manifest.update(plan.header.get("annotations", {}))
         manifest["executor"] = executor.describe()
+        if pipeline.reranker_training() is not None:
+            manifest["reranker_training"] = pipeline.reranker_training()
         manifest["usage"] = saver.usage()
         manifest["duration_s"] = saver.elapsed()
         if prior is not None:

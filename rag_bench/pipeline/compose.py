@@ -80,7 +80,11 @@ class Pipeline:
 
     # --- indexing ---------------------------------------------------------------------
 
-    def index(self, dataset: Dataset, executor: Executor | None = None) -> IndexReport:
+    def index(
+        self, dataset: Dataset, executor: Executor | None = None, progress=None
+    ) -> IndexReport:
+        """Chunk the corpus, build (or load) every index, prepare the other components.
+        ``progress`` wraps the blocks of a corpus embedded block by block."""
         report = IndexReport()
         executor = executor or LocalExecutor()
         started = time.perf_counter()
@@ -96,7 +100,7 @@ class Pipeline:
             started = time.perf_counter()
             if Capability.INDEX in retriever.capabilities:
                 report.cached[retriever.stage] = self._fit_cached(
-                    retriever, texts, fingerprint, executor
+                    retriever, texts, fingerprint, executor, progress
                 )
             else:
                 if Capability.PREPARE in retriever.capabilities:
@@ -114,6 +118,9 @@ class Pipeline:
                 report.seconds[f"prepare_{type(component).__name__}"] = (
                     time.perf_counter() - started
                 )
+        dense = [r for r in self.retrievers if isinstance(r, DenseIndex)]
+        if dense and self._reranker_can(Capability.USES_ENCODER):
+            self.reranker.attach_encoder(dense[0])
         return report
 
     def _material(self, component, fingerprint: str) -> dict:
@@ -138,7 +145,7 @@ class Pipeline:
         return hit
 
     def _fit_cached(
-        self, retriever, texts: list[str], fingerprint: str, executor: Executor
+        self, retriever, texts: list[str], fingerprint: str, executor: Executor, progress=None
     ) -> bool:
         material = self._material(retriever, fingerprint)
         blockwise = (
@@ -148,7 +155,7 @@ class Pipeline:
 
         def fit():
             if blockwise:
-                self._embed_in_blocks(retriever, texts, material, executor)
+                self._embed_in_blocks(retriever, texts, material, executor, progress)
             else:
                 retriever.fit(texts, self.analyzer)
             return retriever
@@ -162,12 +169,15 @@ class Pipeline:
             self.cache.blocks(retriever.stage, material).discard()
         return hit
 
-    def _embed_in_blocks(self, index, texts: list[str], material: dict, executor: Executor) -> None:
+    def _embed_in_blocks(
+        self, index, texts: list[str], material: dict, executor: Executor, progress=None
+    ) -> None:
         """Embed the corpus ``EMBED_BLOCK`` texts at a time, keeping each finished block in the
         cache, so an interrupted indexing of a big corpus resumes from the last finished block.
         Blocks are a whole number of the encoder's batches: the requests, and so the
         embeddings, are the same as in one pass. Blocks not in the cache are embedded through
-        the executor (on a Ray cluster: in parallel, on the workers)."""
+        the executor (on a Ray cluster: in parallel, on the workers), shown by ``progress``
+        when there are several."""
         encoder = index.encoder
         size = math.ceil(EMBED_BLOCK / encoder.batch_size) * encoder.batch_size
         blocks = self.cache.blocks(index.stage, material)
@@ -182,6 +192,8 @@ class Pipeline:
             parts.append(vectors)
         work = [part for _, part in missing]
         found = executor.map(_embed_block, (encoder, self.analyzer), work)
+        if progress is not None and len(work) > 1:
+            found = progress(_Sized(found, len(work)))
         for position, (vectors, counted) in enumerate(found):
             number = missing[position][0]
             if executor.isolated:
@@ -262,6 +274,7 @@ class Pipeline:
             stages.extend(ranked)
             timings.extend(dict(spent) for _ in blocks[number])
         if self.reranker is not None and not rerank_in_blocks:
+            self._train_reranker(depth, executor)
             spent = self._rerank(queries, stages)
             for t in timings:
                 t.update(spent)
@@ -284,6 +297,30 @@ class Pipeline:
         if self.reranker is not None and rerank:
             timings.update(self._rerank(queries, stages))
         return stages, timings
+
+    def _train_reranker(self, depth: int, executor: Executor) -> None:
+        """A reranker with a labelled split of its own (``train_queries``) learns from those
+        queries' first-stage candidates, ranked here like the evaluated ones."""
+        if not self._reranker_can(Capability.LEARNS_FROM_SPLIT):
+            return
+        train = list(self.reranker.train_queries)
+        if not train:
+            return
+        stages: list[dict[str, Hits]] = []
+        work = [(train[i : i + BATCH], depth, False) for i in range(0, len(train), BATCH)]
+        for ranked, _, counted in executor.map(_rank_block, self, work):
+            self._absorb(counted, executor)
+            stages.extend(ranked)
+        current = [list(s.values())[-1] for s in stages]
+        retrieved = [{r.stage: s[r.stage] for r in self.retrievers} for s in stages]
+        self.reranker.learn(train, current, retrieved)
+
+    def reranker_training(self) -> dict | None:
+        """Where a learning reranker's labels came from (train split or cross-fitting)."""
+        return self.reranker.training if self._reranker_can(Capability.LEARNS_FROM_SPLIT) else None
+
+    def _reranker_can(self, capability: Capability) -> bool:
+        return self.reranker is not None and capability in self.reranker.capabilities
 
     def _rerank(self, queries: Sequence[Query], stages: list[dict[str, Hits]]) -> dict[str, float]:
         """Add the reranker's stage to every query's stages; the ms it spent per query."""
