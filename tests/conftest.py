@@ -47,10 +47,14 @@ def assert_one_line_error(outcome: Invocation, *fragments: str) -> None:
 SHIPPED = ROOT / "rag_bench" / "data" / "shipped" / "kestrel-kb"
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path_factory, monkeypatch):
-    """Indexes are cached per test session, never in the working tree."""
-    monkeypatch.setenv("RAG_BENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+@pytest.fixture(autouse=True, scope="session")
+def isolated_cache(tmp_path_factory):
+    """Indexes are cached per test session, never in the working tree: set before any fixture
+    of any scope runs (a module fixture's runs included), so no test reads a cache an earlier
+    version of rag-bench left in the checkout."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAG_BENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,12 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 @pytest.fixture(scope="module")
-def smoke_runs(tmp_path_factory):
+def smoke_runs(tmp_path_factory, index_cache):
     runs = tmp_path_factory.mktemp("runs")
     return {
-        v: run_variant(v, SHIPPED, selection=Selection(tag="smoke"), runs_dir=runs)
+        v: run_variant(
+            v, SHIPPED, selection=Selection(tag="smoke"), runs_dir=runs, cache_dir=index_cache
+        )
         for v in ("baseline", "hybrid", "hybrid_rerank", "recorded")
     }
 
@@ -72,7 +74,7 @@ def test_retrieved_keeps_chunk_stages_and_the_document_ranking(smoke_runs):
 
 
 def test_same_command_gives_identical_traces(smoke_runs, tmp_path):
-    again = run_variant(
+    again = run_variant(  # in a cache of its own: indexes built afresh
         "hybrid_rerank", SHIPPED, selection=Selection(tag="smoke"), runs_dir=tmp_path
     )
     first = smoke_runs["hybrid_rerank"]

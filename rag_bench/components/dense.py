@@ -58,7 +58,9 @@ class LSAEncoder(Encoder):
         self.analyzer = None
 
     def cache_material(self) -> dict:
-        return {"component": "lsa", "dims": self.dims, "seed": self.seed}
+        # revision: bumped whenever the fitted numbers change (2: the SVD on one BLAS thread),
+        # so an index cached by an earlier rag-bench is never reused for different numbers
+        return {"component": "lsa", "dims": self.dims, "seed": self.seed, "revision": 2}
 
     def fit(self, texts: list[str], analyzer) -> np.ndarray:
         """Learn the projection from ``texts`` and return their embeddings."""
