@@ -169,9 +169,9 @@ def test_bad_run_options(rag_bench, tmp_path, args, fragments):
 
 def test_progress_off_a_terminal_is_a_line_now_and_then(rag_bench, tmp_path, monkeypatch):
     """CI logs see the run advance (one line per interval) instead of minutes of silence."""
-    from rag_bench.cli import main
+    from rag_bench.cli import options
 
-    monkeypatch.setattr(main, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(options, "PROGRESS_EVERY_S", 0.0)
     out = rag_bench(
         "run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", tmp_path, "--format", "csv"
     )

@@ -166,8 +166,8 @@ def test_streamed_csv_and_json_print_what_the_whole_result_would(folders, rag_be
 
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
 def test_the_text_formats_show_the_first_rows_with_a_note(folders, rag_bench, fmt):
-    from rag_bench.cli.main import ROWS_SHOWN
     from rag_bench.cli.render import render
+    from rag_bench.cli.store import ROWS_SHOWN
 
     runs, _, _ = folders
     out = rag_bench("sql", LARGE, "--runs-dir", runs, "--format", fmt)

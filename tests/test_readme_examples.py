@@ -3,8 +3,9 @@ empty runs folder, then each SQL statement through ``rag-bench sql`` over what t
 
 A block fenced as ``sh`` or ``sql`` is a promise that it runs as written; synopses, output
 excerpts and other engines' SQL are fenced ``text`` or without a language. A SQL example that
-reads the Parquet files directly (as DuckDB would) runs with ``--allow-files``. Lines that install (``make``, ``pip``) are what CI itself runs and are
-not repeated here; a ``VAR=value`` prefix sets the variable for that command.
+reads the Parquet files directly (as DuckDB would) runs with ``--allow-files``. Lines that
+install (``make``, ``pip``) are what CI itself runs and are not repeated here; a ``VAR=value``
+prefix sets the variable for that command.
 """
 
 from __future__ import annotations

@@ -1,0 +1,197 @@
+"""`rag-bench compare`, `diff`, `gate`, `diagnose` and `report`: what changed between runs."""
+
+from __future__ import annotations
+
+import click
+
+from rag_bench.cli.options import (
+    ALL_FORMATS,
+    format_option,
+    open_store,
+    runs_dir_option,
+    significance_options,
+    slice_option,
+    split_list,
+)
+
+
+@click.command("diagnose")
+@click.argument("run")
+@click.option("--against", default=None, metavar="RUN", help="Pair with this run's symptoms.")
+@click.option(
+    "--slice",
+    "slice_by",
+    default="category",
+    show_default=True,
+    type=click.Choice(["category", "tag", "failure_class", "none"]),
+    help="Group queries by (plus the overall slice 'all').",
+)
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def diagnose_command(run, against, slice_by, runs_dir, fmt):
+    """Which symptoms a run shows, per slice: count, share, likely culprit stage, what to try
+    and example queries; with --against, which symptoms grew or shrank over the same queries."""
+    from rag_bench.analysis.diagnose import diagnose
+    from rag_bench.cli.render import render
+
+    store = open_store(runs_dir)
+    table = diagnose(store, run, against, slice_by)
+    click.echo(render(table, fmt))
+
+
+@click.command("compare")
+@click.argument("runs", nargs=-1, required=True)
+@slice_option
+@click.option("--metrics", default=None, help="Comma-separated metric names.")
+@significance_options
+@click.option(
+    "--resamples",
+    type=int,
+    default=10_000,
+    show_default=True,
+    help="Permutations / bootstrap resamples.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--allow-mismatch", is_flag=True, help="Compare runs made on different datasets.")
+@click.option(
+    "--mde",
+    type=float,
+    default=None,
+    metavar="DELTA",
+    help="Also give, per row, the queries needed to detect a delta of DELTA (80 % power).",
+)
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def compare_command(
+    runs, slice_by, metrics, test, alpha, resamples, seed, allow_mismatch, mde, runs_dir, fmt
+):
+    """Compare runs with paired significance tests; the first run is the baseline."""
+    from rag_bench.analysis.compare import compare
+    from rag_bench.cli.views import comparison_output
+
+    result = compare(
+        open_store(runs_dir),
+        runs,
+        slice_by=None if slice_by == "none" else slice_by,
+        metrics=split_list(metrics) if metrics else None,
+        test=test,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+        allow_mismatch=allow_mismatch,
+        mde=mde,
+    )
+    click.echo(comparison_output(result, fmt))
+
+
+@click.command("diff")
+@click.argument("run")
+@click.option(
+    "--against",
+    default="previous",
+    show_default=True,
+    help="The run to diff against; 'previous' is the latest earlier run of the same variant.",
+)
+@click.option("--metric", default="ndcg@10", show_default=True)
+@click.option("--top", type=int, default=20, show_default=True, help="Queries listed each way.")
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def diff_command(run, against, metric, top, runs_dir, fmt):
+    """The queries that got worse and better, with what changed in their rankings."""
+    from rag_bench.analysis.compare import diff
+    from rag_bench.cli.views import diff_output
+
+    click.echo(diff_output(diff(open_store(runs_dir), run, against, metric, top), metric, fmt))
+
+
+@click.command("gate")
+@click.argument("candidate")
+@click.option("--baseline", required=True, help="The run the candidate must not regress from.")
+@click.option(
+    "--max-drop",
+    "max_drops",
+    multiple=True,
+    required=True,
+    metavar="METRIC=AMOUNT",
+    help="Largest tolerated drop, e.g. recall@10=0.02 (repeatable).",
+)
+@click.option(
+    "--require",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "significant", "drop"]),
+    help="Fail on a drop beyond the allowance when it is significant, on the drop alone, or "
+    "(auto) significant where the queries can detect the allowance and the drop elsewhere.",
+)
+@significance_options
+@click.option("--seed", type=int, default=0, show_default=True)
+@runs_dir_option()
+@format_option(ALL_FORMATS)
+def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
+    """Exit 1 when the candidate drops by more than allowed (for CI)."""
+    from rag_bench.analysis.compare import gate, parse_drops
+    from rag_bench.cli.views import gate_output
+
+    result = gate(
+        open_store(runs_dir),
+        candidate,
+        baseline,
+        parse_drops(max_drops),
+        test=test,
+        alpha=alpha,
+        seed=seed,
+        require=require,
+    )
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(gate_output(result, fmt))
+    click.echo("gate: " + ("passed" if result.passed else "FAILED"), err=True)
+    if not result.passed:
+        raise SystemExit(1)
+
+
+@click.command("report")
+@click.argument("runs", nargs=-1, required=True)
+@slice_option
+@click.option(
+    "--metric",
+    default="ndcg@10",
+    show_default=True,
+    help="Metric of the per-query scatter and of the worst-queries list.",
+)
+@click.option("--metrics", default=None, help="Comma-separated metrics of the means section.")
+@click.option("--top", type=int, default=10, show_default=True, help="Worst queries listed.")
+@click.option(
+    "--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples."
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--allow-mismatch", is_flag=True, help="Report runs made on different datasets.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default="report.html",
+    show_default=True,
+    help="Where to write the HTML file.",
+)
+@runs_dir_option()
+def report_command(
+    runs, slice_by, metric, metrics, top, resamples, seed, allow_mismatch, output, runs_dir
+):
+    """Write one self-contained HTML report of runs; the first is the baseline, the last the
+    candidate."""
+    from rag_bench.report.page import report
+
+    report(
+        open_store(runs_dir),
+        runs,
+        slice_by=None if slice_by == "none" else slice_by,
+        metric=metric,
+        metrics=split_list(metrics) if metrics else None,
+        top=top,
+        resamples=resamples,
+        seed=seed,
+        allow_mismatch=allow_mismatch,
+        output=output,
+    )
+    click.echo(f"wrote {output}", err=True)

@@ -1,0 +1,145 @@
+"""Options and helpers the commands share: formats, --wide, --runs-dir, tests, slices, progress."""
+
+from __future__ import annotations
+
+import click
+
+from rag_bench.errors import RagBenchError, UsageError
+
+
+class UserMistake(click.ClickException):
+    """A :class:`RagBenchError` shown as one line on stderr, with its own exit code."""
+
+    def __init__(self, error: RagBenchError):
+        super().__init__(str(error))
+        self.exit_code = error.exit_code
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True, file=file)
+
+
+def format_option(choices: tuple[str, ...] = ("table", "json", "csv")):
+    """--format, and --wide for tables wider than the terminal."""
+    fmt = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default="table",
+        show_default=True,
+        help="Output format.",
+    )
+    wide = click.option(
+        "--wide",
+        is_flag=True,
+        expose_value=False,
+        callback=_wide,
+        help="Show every column of a table, however wide (tables fit the terminal otherwise).",
+    )
+    return lambda command: wide(fmt(command))
+
+
+def _wide(context: click.Context, _, value: bool) -> None:
+    from rag_bench.cli.render import WIDE
+
+    if value:
+        context.find_root().meta[WIDE] = True
+
+
+def runs_dir_option():
+    """--runs-dir, the same on every command that reads or writes runs."""
+    return click.option(
+        "--runs-dir",
+        metavar="DIR|URL",
+        default=None,
+        envvar="RAG_BENCH_RUNS_DIR",
+        help="Where runs are stored: a folder, file:///path or s3://bucket/prefix. "
+        "Default: runs/ under the working directory.",
+    )
+
+
+def split_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def cutoffs(value: str) -> list[int]:
+    try:
+        return [int(v) for v in split_list(value) or [""]]
+    except ValueError:
+        raise UserMistake(
+            UsageError(f"--k {value!r} is not a list of whole numbers", "e.g. --k 1,5,10")
+        ) from None
+
+
+PROGRESS_EVERY_S = 10.0  # off a terminal (a CI log), one progress line at most this often
+
+
+def progress(label: str):
+    """A progress bar on a terminal; elsewhere a line on stderr every ``PROGRESS_EVERY_S``."""
+    import sys
+
+    if sys.stderr.isatty():
+
+        def bar(items):
+            with click.progressbar(items, label=label, file=sys.stderr) as shown:
+                yield from shown
+
+        return bar
+
+    def lines(items):
+        import time
+
+        total = len(items) if hasattr(items, "__len__") else None
+        started = last = time.monotonic()
+        for done, item in enumerate(items, start=1):
+            yield item
+            now = time.monotonic()
+            if now - last >= PROGRESS_EVERY_S:
+                of = f"/{total}" if total is not None else ""
+                click.echo(
+                    f"rag-bench: {label}: {done}{of} blocks answered, {now - started:.0f} s",
+                    err=True,
+                )
+                last = now
+
+    return lines
+
+
+ALL_FORMATS = ("table", "json", "csv", "markdown")
+
+
+def significance_options(command):
+    """--test and --alpha, shared by the commands that test differences."""
+    command = click.option("--alpha", type=float, default=0.05, show_default=True)(command)
+    return click.option(
+        "--test",
+        default="randomization",
+        show_default=True,
+        type=click.Choice(["randomization", "ttest", "bootstrap"]),
+        help="Paired significance test.",
+    )(command)
+
+
+slice_option = click.option(
+    "--slice",
+    "slice_by",
+    default="category",
+    show_default=True,
+    type=click.Choice(["category", "tag", "failure_class", "none"]),
+    help="Group queries by (plus the overall slice 'all').",
+)
+
+
+def open_store(runs_dir: str | None):
+    """The run store of ``--runs-dir`` (a path or URL; unset: the default runs folder)."""
+    from rag_bench.runs import open_runs
+
+    return open_runs(runs_dir)
+
+
+def warn_broken(store) -> None:
+    """Report a missing runs folder, and each unreadable run once (for the commands that span
+    all runs)."""
+    if not store.exists:
+        click.echo(f"warning: there is no runs folder {store} (nothing stored yet)", err=True)
+    for problem in store.broken.values():
+        click.echo(f"warning: skipped: {problem}", err=True)

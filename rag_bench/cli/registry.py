@@ -1,0 +1,39 @@
+"""`rag-bench variants` and `metrics`: what is registered and what is measured."""
+
+from __future__ import annotations
+
+import click
+
+from rag_bench.cli.options import format_option
+
+
+@click.command("variants")
+@format_option(("table", "json", "csv", "markdown"))
+def variants_command(fmt):
+    """List the registered variants with their components, parameters and origin."""
+    from rag_bench.cli.render import render
+    from rag_bench.cli.views import variants_table
+    from rag_bench.components.registry import registry, resolve
+
+    reg = registry()
+    resolved = {name: (spec, resolve(spec)) for name, spec in reg.variants.items()}
+    click.echo(render(variants_table(resolved), fmt))
+    if fmt in ("table", "markdown") and any(
+        r.get("encoder", {}).get("name") == "lsa" for _, r in resolved.values()
+    ):
+        from rag_bench.components.dense import STAND_IN_NOTE
+
+        click.echo(f"\nnote: {STAND_IN_NOTE}")
+
+
+@click.command("metrics")
+@format_option(("table", "json", "csv", "markdown"))
+def metrics_command(fmt):
+    """List every metric: its forms, group, which way is better, whether unanswerable queries
+    have it, other tools' spellings, and its definition."""
+    import pandas as pd
+
+    from rag_bench.cli.render import render
+    from rag_bench.evaluation.measures import catalogue_rows
+
+    click.echo(render(pd.DataFrame(catalogue_rows()), fmt))

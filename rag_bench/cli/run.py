@@ -1,0 +1,264 @@
+"""`rag-bench run`: variants over a dataset, resumed runs and sweeps."""
+
+from __future__ import annotations
+
+import click
+
+from rag_bench.cli.options import (
+    UserMistake,
+    cutoffs,
+    format_option,
+    open_store,
+    progress,
+    runs_dir_option,
+    split_list,
+)
+from rag_bench.errors import UsageError
+from rag_bench.pipeline.executors import EXECUTORS
+
+
+@click.command("run")
+@click.option(
+    "--variant",
+    "variants",
+    default=None,
+    help="Variant name(s), comma-separated, or 'all'. See `rag-bench variants`.",
+)
+@click.option(
+    "--resume",
+    default=None,
+    metavar="RUN_ID",
+    help="Finish an interrupted run from its checkpoint (id or unique prefix); options left "
+    "out are taken from the run, options given must match it.",
+)
+@click.option(
+    "--dataset",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Dataset folder (BEIR layout) or a shipped dataset's name. Default: kestrel-kb.",
+)
+@runs_dir_option()
+@click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
+@click.option(
+    "--depth", type=int, default=100, show_default=True, help="Candidates kept per retriever."
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="SLOT.PARAM=VALUE",
+    help="Override a component parameter, e.g. retriever.k1=1.2 or chunker.name=none.",
+)
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="slot.param=V1,V2,…",
+    help="Run the variant at every combination of these values and compare the runs "
+    "(repeatable: a grid).",
+)
+@click.option("--judge", default=None, help="Judge of the claims (same as --set judge.name=NAME).")
+@click.option("--name", default=None, help="Name the run: the name works wherever a run id does.")
+@click.option("--note", default=None, help="A note kept in the run's manifest.")
+@click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
+@click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
+@click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default="local",
+    show_default=True,
+    help="Where the per-query work runs: this process, or Ray tasks (needs rag-bench[ray]).",
+)
+@click.option(
+    "--address",
+    default=None,
+    help="Ray cluster to join (e.g. auto or ray://head:10001). Default: start Ray here.",
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Local: threads (default 1). Ray without --address: CPUs of the local instance.",
+)
+@format_option(("table", "json", "csv", "markdown"))
+def run_command(
+    variants,
+    resume,
+    dataset,
+    runs_dir,
+    ks,
+    depth,
+    overrides,
+    sweeps,
+    judge,
+    name,
+    note,
+    tag,
+    sample,
+    seed,
+    split,
+    executor,
+    address,
+    workers,
+    fmt,
+):
+    """Run pipeline variants over a dataset and store every query's trace.
+
+    Ctrl-C (or kill) stores nothing: the queries answered so far stay checkpointed, and
+    `--resume RUN_ID` finishes the run from there.
+    """
+    results, signals = [], []
+    try:
+        from rag_bench.experiment.runner import interruptible
+
+        with interruptible(signals):
+            _run_or_resume(click.get_current_context(), results)
+    except KeyboardInterrupt as error:
+        from rag_bench.experiment.runner import interrupted_status, interruption_message
+
+        click.echo(interruption_message(error, results), err=True)
+        raise SystemExit(interrupted_status(signals)) from None
+    from rag_bench.cli.views import run_summary
+
+    if not sweeps:
+        click.echo(run_summary(results, fmt))
+        return
+    from rag_bench.analysis.compare import compare
+    from rag_bench.cli.views import comparison_output
+
+    comparison = compare(open_store(runs_dir), [r.run_id for r in results], resamples=2_000)
+    click.echo(comparison_output(comparison, fmt))
+
+
+RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tag", "sample", "seed", "split")
+
+
+def _run_or_resume(ctx: click.Context, results: list) -> None:
+    """The work of `rag-bench run`; each stored run is appended to ``results`` at once."""
+    from rag_bench.pipeline.executors import make_executor
+
+    p = ctx.params
+    executor = make_executor(p["executor"], p["address"], p["workers"])
+    try:
+        _run_with(ctx, results, executor)
+    finally:
+        executor.close()
+
+
+def _stored(result, results: list) -> None:
+    """Say where a finished run was stored, and keep it for the summary."""
+    shown = f"stored run {result.run_id} ({len(result.queries)} queries) in {result.store}"
+    click.echo(shown, err=True)
+    results.append(result)
+
+
+def _encoder_of(variant: str, overrides) -> str | None:
+    """The name of the encoder a variant runs with (after ``--set``), if it has one."""
+    from rag_bench.components.registry import registry, resolve
+
+    return resolve(registry().variant(variant), overrides).get("encoder", {}).get("name")
+
+
+def _run_with(ctx: click.Context, results: list, executor) -> None:
+    from rag_bench.components.registry import registry
+    from rag_bench.data.dataset import load_dataset
+    from rag_bench.experiment.runner import Selection, resume_run, run_variant
+
+    p = ctx.params
+    variants, overrides = p["variants"], p["overrides"]
+    if p["judge"]:
+        overrides = (*overrides, f"judge.name={p['judge']}")
+    if p["resume"]:
+        # options left out come from the interrupted run; the ones given must match it
+        given = {
+            name
+            for name in RESUME_CHECKED
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+        }
+        if variants and (variants.strip() == "all" or len(split_list(variants)) > 1):
+            raise UserMistake(UsageError("--resume finishes one run", "give one --variant or none"))
+        selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
+        result = resume_run(
+            p["resume"],
+            runs_dir=p["runs_dir"],
+            variant=variants.strip() if variants else None,
+            dataset=p["dataset"],
+            split=p["split"] if "split" in given else None,
+            overrides=overrides if given & {"overrides", "judge"} else None,
+            ks=cutoffs(p["ks"]) if "ks" in given else None,
+            depth=p["depth"] if "depth" in given else None,
+            selection=selection if given & {"tag", "sample", "seed"} else None,
+            progress=progress("resume"),
+            executor=executor,
+        )
+        _stored(result, results)
+        return
+    if not variants:
+        raise UserMistake(
+            UsageError("no --variant given", "e.g. --variant baseline, or --resume RUN_ID")
+        )
+    names = split_list(variants)
+    if variants.strip() == "all":  # every variant that needs nothing but the dataset
+        names = [n for n, spec in registry().variants.items() if spec.service is None]
+    for name in names:
+        registry().variant(name)  # fail on a misspelt name before any work
+    data = load_dataset(p["dataset"], split=p["split"])
+    for warning in data.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
+    if p["name"] is not None and (len(names) > 1 or p["sweeps"]):
+        raise UserMistake(
+            UsageError("--name names one run", "give one --variant and no --sweep, or no --name")
+        )
+    if p["sweeps"]:
+        _sweep(p, names, data, overrides, selection, executor, results)
+        return
+    annotations = {k: p[k] for k in ("name", "note") if p[k] is not None}
+    # said once, with the first stored run that uses it (an error stays one line)
+    stand_in = {name for name in names if _encoder_of(name, overrides) == "lsa"}
+    for name in names:
+        result = run_variant(
+            name,
+            data,
+            overrides=overrides,
+            ks=cutoffs(p["ks"]),
+            depth=p["depth"],
+            selection=selection,
+            runs_dir=p["runs_dir"],
+            progress=progress(name),
+            executor=executor,
+            annotations=annotations,
+        )
+        if name in stand_in:
+            from rag_bench.components.dense import STAND_IN_NOTE
+
+            click.echo(f"note: {STAND_IN_NOTE}", err=True)
+            stand_in = set()
+        _stored(result, results)
+
+
+def _sweep(p: dict, names: list[str], data, overrides, selection, executor, results) -> None:
+    from rag_bench.experiment.sweep import run_sweep
+
+    if len(names) != 1:
+        raise UserMistake(UsageError("--sweep runs one variant", "give one --variant"))
+
+    def stored(result) -> None:
+        click.echo(f"stored run {result.run_id} ({result.manifest['name']})", err=True)
+        results.append(result)
+
+    run_sweep(
+        names[0],
+        p["sweeps"],
+        data,
+        overrides=overrides,
+        on_stored=stored,
+        ks=cutoffs(p["ks"]),
+        depth=p["depth"],
+        selection=selection,
+        runs_dir=p["runs_dir"],
+        progress=progress(names[0]),
+        executor=executor,
+    )

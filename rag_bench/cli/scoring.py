@@ -1,0 +1,89 @@
+"""`rag-bench eval` and `judge-agreement`: scoring without a pipeline."""
+
+from __future__ import annotations
+
+import click
+
+from rag_bench.cli.options import format_option, open_store, runs_dir_option
+
+
+@click.command("eval")
+@click.option(
+    "--qrels",
+    "qrels_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Relevance judgements: TREC qrels or BEIR qrels TSV.",
+)
+@click.option(
+    "--run",
+    "run_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="A TREC run file: qid Q0 docid rank score tag.",
+)
+@click.option(
+    "--metrics", default=None, help="Comma-separated metric names, e.g. ndcg@10,recall@100,mrr."
+)
+@click.option(
+    "--complete",
+    is_flag=True,
+    help="Score judged queries missing from the run as 0 (trec_eval -c).",
+)
+@click.option(
+    "--rel-level",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Lowest grade that counts as relevant (trec_eval -l).",
+)
+@click.option("--per-query", is_flag=True, help="Also print every query's values.")
+@format_option()
+def eval_command(qrels_path, run_path, metrics, complete, rel_level, per_query, fmt):
+    """Score a TREC run against qrels exactly as trec_eval does."""
+    from rag_bench.cli.views import evaluation_output
+    from rag_bench.evaluation.measures import DEFAULT_EVAL_MEASURES
+    from rag_bench.evaluation.retrieval import evaluate_run
+
+    result = evaluate_run(
+        qrels_path,
+        run_path,
+        metrics or DEFAULT_EVAL_MEASURES,
+        complete=complete,
+        rel_level=rel_level,
+    )
+    click.echo(evaluation_output(result, fmt, per_query=per_query))
+
+
+@click.command("judge-agreement")
+@click.option("--judge", default="lexical", show_default=True, help="The judge to assess.")
+@click.option(
+    "--set", "overrides", multiple=True, metavar="judge.PARAM=VALUE", help="Judge parameters."
+)
+@click.option(
+    "--dataset",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Dataset (folder or shipped name) with labelled claims in answers.jsonl. "
+    "Default: kestrel-kb.",
+)
+@click.option(
+    "--run",
+    "run_ref",
+    default=None,
+    help="Also estimate this run's true supported-claim share (prediction-powered interval).",
+)
+@runs_dir_option()
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@format_option(("table", "json"))
+def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha, fmt):
+    """How well a judge agrees with the human claim labels of answers.jsonl."""
+    from rag_bench.analysis.agreement import assess_judge
+    from rag_bench.cli.views import agreement_output
+    from rag_bench.data.dataset import load_dataset
+
+    claims = None
+    if run_ref:
+        claims = open_store(runs_dir).claims([run_ref])
+    report = assess_judge(load_dataset(dataset), judge, overrides, claims, alpha)
+    click.echo(agreement_output(report, fmt))
