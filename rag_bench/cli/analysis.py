@@ -18,14 +18,7 @@ from rag_bench.cli.options import (
 @click.command("diagnose")
 @click.argument("run")
 @click.option("--against", default=None, metavar="RUN", help="Pair with this run's symptoms.")
-@click.option(
-    "--slice",
-    "slice_by",
-    default="category",
-    show_default=True,
-    type=click.Choice(["category", "tag", "failure_class", "none"]),
-    help="Group queries by (plus the overall slice 'all').",
-)
+@slice_option
 @runs_dir_option()
 @format_option(ALL_FORMATS)
 def diagnose_command(run, against, slice_by, runs_dir, fmt):
