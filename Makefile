@@ -48,7 +48,7 @@ test: $(DEV_STAMP)
 test-fast: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -m "$(FAST)"
 
-# Debian's Chromium for the report's browser test (tests/test_report.py skips without it).
+# Debian's Chromium for the report's browser test (tests/report/test_report.py skips without it).
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }

@@ -111,7 +111,7 @@ def test_run_checks_every_variant_name_before_any_work(tmp_path):
 
 
 def test_resume_finishes_an_interrupted_run(tmp_path, monkeypatch, index_cache):
-    from test_robustness_resume import interrupted_run
+    from processes import interrupted_run
 
     runs = tmp_path / "runs"
     stop = interrupted_run(monkeypatch, runs, index_cache)  # Ctrl-C after two blocks of eight

@@ -12,15 +12,21 @@ import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
+from processes import (
+    Process,
+    assert_same_traces,
+    hidden,
+    interrupt_after_blocks,
+    interrupted_run,
+    visible,
+)
 from runs_helpers import locate, manifest_file
-from test_robustness import Process, assert_same_traces, hidden, visible
 
 from conftest import SHIPPED, assert_one_line_error
 from rag_bench.components.openai.client import EndpointError
-from rag_bench.experiment.runner import RunInterrupted, Selection, resume_run, run_variant
+from rag_bench.experiment.runner import Selection, resume_run, run_variant
 from rag_bench.pipeline import compose
 from rag_bench.runs import open_runs
 
@@ -30,28 +36,6 @@ pytestmark = [
 ]
 
 SMOKE = Selection(tag="smoke")
-
-
-def interrupt_after_blocks(monkeypatch, n_blocks: int, block: int = 8) -> None:
-    """Answer in blocks of ``block`` queries and press Ctrl-C once ``n_blocks`` are saved."""
-    saved = []
-
-    def stop(stage):
-        if stage == "answer":
-            saved.append(stage)
-            if len(saved) == n_blocks:
-                raise KeyboardInterrupt
-
-    monkeypatch.setattr(compose, "BATCH", block)
-    monkeypatch.setattr(compose, "pause_point", stop)
-
-
-def interrupted_run(monkeypatch, runs: Path, cache: Path, dataset=SHIPPED, **options):
-    interrupt_after_blocks(monkeypatch, 2)
-    with pytest.raises(RunInterrupted) as info:
-        run_variant("baseline", dataset, selection=SMOKE, runs_dir=runs, cache_dir=cache, **options)
-    monkeypatch.setattr(compose, "pause_point", lambda stage: None)
-    return info.value
 
 
 @pytest.fixture

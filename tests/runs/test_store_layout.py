@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from processes import Process, age, assert_same_traces, hidden, visible
 from runs_helpers import committed_ids, locate, manifest_file, partitions, read_table, table_file
-from test_robustness import Process, age, assert_same_traces, hidden, visible
 
 from conftest import assert_one_line_error
 from rag_bench.experiment.runner import Selection

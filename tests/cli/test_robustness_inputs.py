@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from processes import hidden, visible
 from runs_helpers import fingerprint
-from test_robustness import hidden, visible
 
 from conftest import EXAMPLE, SHIPPED, assert_one_line_error
 from rag_bench.experiment.runner import Selection, run_variant

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from processes import COMMAND, assert_same_traces, hidden, visible
 from runs_helpers import copy_run, fingerprint, locate, table_file
-from test_robustness import COMMAND, assert_same_traces, hidden, visible
 
 from conftest import SHIPPED, assert_one_line_error
 from rag_bench.components.base import Capability, Encoder
