@@ -29,7 +29,8 @@ def diagnose_command(run, against, slice_by, runs_dir, fmt):
 
     store = open_store(runs_dir)
     table = diagnose(store, run, against, slice_by)
-    click.echo(render(table, fmt))
+    # on a narrow terminal the counts behind the shares and the example ids go first
+    click.echo(render(table, fmt, drop=("cleared", "appeared", "of", "n_against", "examples")))
 
 
 @click.command("compare")

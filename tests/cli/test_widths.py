@@ -10,6 +10,8 @@ import pytest
 from conftest import ROOT, SHIPPED
 from rag_bench.experiment.runner import run_variant
 
+pytestmark = pytest.mark.slow  # two full-dataset runs
+
 EXAMPLE = ROOT / "rag_bench" / "data" / "shipped" / "example"
 
 

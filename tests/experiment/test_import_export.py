@@ -13,6 +13,8 @@ import pytest
 from conftest import SHIPPED, assert_one_line_error
 from rag_bench.runs import open_runs
 
+pytestmark = pytest.mark.slow  # full-dataset runs exported and imported
+
 
 # a full run each; the fused and reranked one in the slow tier
 @pytest.fixture(

@@ -12,6 +12,8 @@ from rag_bench.errors import UsageError
 from rag_bench.experiment.sweep import point_name, sweep_grid
 from rag_bench.runs import open_runs
 
+pytestmark = pytest.mark.slow  # a grid of runs
+
 SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
 
 

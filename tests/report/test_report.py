@@ -22,6 +22,8 @@ from rag_bench.experiment.runner import Selection, run_variant
 from rag_bench.report.page import report, report_data
 from rag_bench.runs import open_runs
 
+pytestmark = pytest.mark.slow  # reports of several runs
+
 needs_plotly = pytest.mark.skipif(
     importlib.util.find_spec("plotly") is None,
     reason="plotly is not installed: pip install -e '.[report]' (the dev extra has it)",
