@@ -45,8 +45,9 @@ run-models: models
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 
+# one test process per core (pytest-xdist): the fast tier's tests share no state on disk
 test-fast: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q -m "$(FAST)"
+	$(BIN)/python -m pytest -q -n auto -m "$(FAST)"
 
 # Debian's Chromium for the report's browser test (tests/report/test_report.py skips without it).
 browser:

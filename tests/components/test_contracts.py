@@ -311,6 +311,7 @@ def test_a_judge_declaring_batch_gets_blocks(plugged, kestrel):
     assert [r.verdicts for r in batched.results] == [r.verdicts for r in single.results]
 
 
+@pytest.mark.slow
 def test_a_reranker_learning_across_queries_gets_them_all_at_once(plugged, kestrel):
     run(kestrel, [f"reranker.name={plugged('reranker', AcrossQueries)}"], "hybrid_rerank")
     assert Calls.sizes == [70]

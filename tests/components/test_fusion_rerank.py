@@ -117,6 +117,7 @@ def with_train_split(tmp_path_factory):
     return folder, len(set(queries) - tested - evaluated)
 
 
+@pytest.mark.slow
 def test_ltr_learns_from_the_train_split_and_says_so(with_train_split, tmp_path, rag_bench):
     folder, n_train = with_train_split
     common = {"runs_dir": tmp_path, "selection": Selection(tag="api")}

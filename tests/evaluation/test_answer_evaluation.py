@@ -312,6 +312,7 @@ def test_text_matching_helpers():
     assert token_f1("nothing", "30 days") == 0.0
 
 
+@pytest.mark.slow
 def test_judge_agreement_cli(rag_bench):
     out = rag_bench("judge-agreement", "--judge", "annotated", "--format", "json")
     report = json.loads(out.stdout)

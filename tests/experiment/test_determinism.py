@@ -12,11 +12,11 @@ import pytest
 
 from conftest import ROOT, SHIPPED
 
+pytestmark = pytest.mark.slow  # the same variants run again and again
+
 RUN_AND_SAVE = """
 import sys
 from rag_bench.experiment.runner import Selection, run_variant
-
-pytestmark = pytest.mark.slow  # the same variants run again and again
 variant, dataset, runs, out = sys.argv[1:5]
 result = run_variant(variant, dataset, selection=Selection(tag="smoke"), runs_dir=runs)
 for name, frame in result.tables.items():

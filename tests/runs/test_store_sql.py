@@ -154,6 +154,7 @@ def test_a_large_result_arrives_in_bounded_chunks(folders):
     assert sum(len(c) for c in chunks) == 40000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_streamed_csv_and_json_print_what_the_whole_result_would(folders, rag_bench, fmt):
     from rag_bench.cli.render import render
