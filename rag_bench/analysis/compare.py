@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rag_bench.analysis import SLICES
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.measures import (
     canonical,
@@ -29,7 +30,6 @@ from rag_bench.evaluation.stats import (
 from rag_bench.evaluation.summary import slice_order
 from rag_bench.runs import RunStore, StoredRun, open_runs
 
-SLICES = ("category", "tag", "failure_class")
 TIE = 1e-12
 
 

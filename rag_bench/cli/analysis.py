@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rag_bench.cli.options import (
-    ALL_FORMATS,
+    FORMATS,
     format_option,
     open_store,
     runs_dir_option,
@@ -20,7 +20,7 @@ from rag_bench.cli.options import (
 @click.option("--against", default=None, metavar="RUN", help="Pair with this run's symptoms.")
 @slice_option
 @runs_dir_option()
-@format_option(ALL_FORMATS)
+@format_option(FORMATS)
 def diagnose_command(run, against, slice_by, runs_dir, fmt):
     """Which symptoms a run shows, per slice: count, share, likely culprit stage, what to try
     and example queries; with --against, which symptoms grew or shrank over the same queries."""
@@ -55,7 +55,7 @@ def diagnose_command(run, against, slice_by, runs_dir, fmt):
     help="Also give, per row, the queries needed to detect a delta of DELTA (80 % power).",
 )
 @runs_dir_option()
-@format_option(ALL_FORMATS)
+@format_option(FORMATS)
 def compare_command(
     runs, slice_by, metrics, test, alpha, resamples, seed, allow_mismatch, mde, runs_dir, fmt
 ):
@@ -89,7 +89,7 @@ def compare_command(
 @click.option("--metric", default="ndcg@10", show_default=True)
 @click.option("--top", type=int, default=20, show_default=True, help="Queries listed each way.")
 @runs_dir_option()
-@format_option(ALL_FORMATS)
+@format_option(FORMATS)
 def diff_command(run, against, metric, top, runs_dir, fmt):
     """The queries that got worse and better, with what changed in their rankings."""
     from rag_bench.analysis.compare import diff
@@ -120,7 +120,7 @@ def diff_command(run, against, metric, top, runs_dir, fmt):
 @significance_options
 @click.option("--seed", type=int, default=0, show_default=True)
 @runs_dir_option()
-@format_option(ALL_FORMATS)
+@format_option(FORMATS)
 def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
     """Exit 1 when the candidate drops by more than allowed (for CI)."""
     from rag_bench.analysis.compare import gate, parse_drops

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from rag_bench.cli.options import (
-    ALL_FORMATS,
+    FORMATS,
     UserMistake,
     cutoffs,
     format_option,
@@ -31,7 +31,7 @@ from rag_bench.errors import UsageError
 @click.option("--note", default=None, help="A note kept in the run's manifest.")
 @click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
 @runs_dir_option()
-@format_option(ALL_FORMATS)
+@format_option(FORMATS)
 def import_command(outputs, dataset, name, judge, note, ks, runs_dir, fmt):
     """Score a system's outputs (JSONL, CSV or Parquet: per query what it retrieved and
     answered) like a pipeline run, and store them as a run."""

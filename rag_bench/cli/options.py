@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from rag_bench.analysis import SLICES
 from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.evaluation import TEST_NAMES
 
 
 class UserMistake(click.ClickException):
@@ -104,7 +106,7 @@ def progress(label: str):
     return lines
 
 
-ALL_FORMATS = ("table", "json", "csv", "markdown")
+FORMATS = ("table", "json", "csv", "markdown")  # what render writes
 
 
 def significance_options(command):
@@ -114,7 +116,7 @@ def significance_options(command):
         "--test",
         default="randomization",
         show_default=True,
-        type=click.Choice(["randomization", "ttest", "bootstrap"]),
+        type=click.Choice(TEST_NAMES),
         help="Paired significance test.",
     )(command)
 
@@ -124,7 +126,7 @@ slice_option = click.option(
     "slice_by",
     default="category",
     show_default=True,
-    type=click.Choice(["category", "tag", "failure_class", "none"]),
+    type=click.Choice([*SLICES, "none"]),
     help="Group queries by (plus the overall slice 'all').",
 )
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from rag_bench.cli.options import format_option
+from rag_bench.cli.options import FORMATS, format_option
 
 
 @click.command("variants")
-@format_option(("table", "json", "csv", "markdown"))
+@format_option(FORMATS)
 def variants_command(fmt):
     """List the registered variants with their components, parameters and origin."""
     from rag_bench.cli.render import render
@@ -27,7 +27,7 @@ def variants_command(fmt):
 
 
 @click.command("metrics")
-@format_option(("table", "json", "csv", "markdown"))
+@format_option(FORMATS)
 def metrics_command(fmt):
     """List every metric: its forms, group, which way is better, whether unanswerable queries
     have it, other tools' spellings, and its definition."""

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-FORMATS = ("table", "json", "csv", "markdown")
 WIDE = "rag_bench.wide"  # set in the click context by --wide
 MIN_TEXT = 12  # a text column is never cut narrower than this
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from rag_bench.cli.options import (
+    FORMATS,
     UserMistake,
     cutoffs,
     format_option,
@@ -82,7 +83,7 @@ from rag_bench.pipeline.executors import EXECUTORS
     default=None,
     help="Local: threads (default 1). Ray without --address: CPUs of the local instance.",
 )
-@format_option(("table", "json", "csv", "markdown"))
+@format_option(FORMATS)
 def run_command(
     variants,
     resume,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
+from rag_bench.analysis import SLICES
 from rag_bench.cli.options import (
-    ALL_FORMATS,
+    FORMATS,
     UserMistake,
     format_option,
     open_store,
@@ -24,7 +25,7 @@ from rag_bench.errors import UsageError
     help="First rewrite runs stored in the first layout (runs/<run_id>/) into the current one.",
 )
 @runs_dir_option()
-@format_option(ALL_FORMATS)
+@format_option(FORMATS)
 def runs_command(variant, upgrade, runs_dir, fmt):
     """List stored runs with their headline metrics."""
     from rag_bench.cli.render import render
@@ -45,12 +46,12 @@ def runs_command(variant, upgrade, runs_dir, fmt):
     "slice_by",
     default="category",
     show_default=True,
-    type=click.Choice(["category", "tag", "failure_class"]),
+    type=click.Choice(SLICES),
     help="Group queries by.",
 )
 @click.option("--metrics", default=None, help="Comma-separated metric names.")
 @runs_dir_option()
-@format_option(ALL_FORMATS)
+@format_option(FORMATS)
 def show_command(run, slice_by, metrics, runs_dir, fmt):
     """Show one run: its manifest and its metrics per slice."""
     from rag_bench.cli.views import show_output
@@ -85,7 +86,7 @@ def rm_command(runs, yes, runs_dir):
     "--allow-files", is_flag=True, help="Let the query read files outside the runs folder."
 )
 @runs_dir_option()
-@format_option(ALL_FORMATS)
+@format_option(FORMATS)
 def sql_command(query, schema, allow_files, runs_dir, fmt):
     """Read-only SQL over the views runs, queries, metrics, retrieved and claims."""
     from rag_bench.cli.render import render

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from rag_bench.errors import UnknownNameError
+from rag_bench.evaluation import TEST_NAMES
 
 BLOCK = 1000  # resamples drawn per block, bounding memory for large query sets
 MAX_RESAMPLES = 1_000_000  # beyond this the p-values and intervals change in digits nobody reads
@@ -131,11 +132,16 @@ def bootstrap_cis(
     return intervals
 
 
-TESTS = {
-    "randomization": lambda d, resamples, seed: randomization_test(d, resamples, seed),
-    "ttest": lambda d, resamples, seed: t_test(d),
-    "bootstrap": lambda d, resamples, seed: bootstrap_test(d, resamples, seed),
-}
+TESTS = dict(
+    zip(
+        TEST_NAMES,
+        (
+            lambda d, resamples, seed: randomization_test(d, resamples, seed),
+            lambda d, resamples, seed: t_test(d),
+            lambda d, resamples, seed: bootstrap_test(d, resamples, seed),
+        ),
+    )
+)
 
 
 def paired_p_value(
