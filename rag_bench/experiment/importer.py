@@ -45,6 +45,22 @@ def replay_spec(name: str, outputs: Outputs, judge: str, judge_params: dict | No
     )
 
 
+def _spent(outputs: Outputs) -> dict[str, float]:
+    """What the system reported spending: mean and 95th-percentile latency and the total cost,
+    over the records that give them (none when no record does)."""
+    import numpy as np
+
+    latency = [a.latency_ms for a in outputs.answers.values() if a.latency_ms is not None]
+    cost = [a.cost_usd for a in outputs.answers.values() if a.cost_usd is not None]
+    spent: dict[str, float] = {}
+    if latency:
+        spent["latency_ms_mean"] = round(float(np.mean(latency)), 3)
+        spent["latency_ms_p95"] = round(float(np.percentile(latency, 95)), 3)
+    if cost:
+        spent["cost_usd_total"] = round(float(np.sum(cost)), 6)
+    return spent
+
+
 def _depth(outputs: Outputs, ks) -> int:
     """Deep enough to keep every recorded ranking whole."""
     return max(max(len(a.ranking) for a in outputs.answers.values()), max(ks))
@@ -75,6 +91,7 @@ def import_outputs(
             "sha256": read.sha256,
             "n_records": len(read.answers),
             "missing": list(read.missing),
+            **_spent(read),
         },
         "name": name,
         "note": note,

@@ -142,9 +142,9 @@ def test_a_query_answered_twice_is_refused(tmp_path, rag_bench):
 def test_a_hand_written_csv_import_reports_the_queries_it_lacks(tmp_path, rag_bench):
     outputs = tmp_path / "outputs.csv"
     outputs.write_text(
-        "query_id,retrieved,answer\n"
-        'q-nas-001,nas-001;nas-002,"The Kestrel NAS-200 costs US$299 [nas-001]."\n'
-        'q-nas-002,"[""nas-002""]",I do not know.\n'
+        "query_id,retrieved,answer,latency_ms,cost_usd\n"
+        'q-nas-001,nas-001;nas-002,"The Kestrel NAS-200 costs US$299 [nas-001].",800,0.002\n'
+        'q-nas-002,"[""nas-002""]",I do not know.,1200,0.001\n'
     )
     runs = tmp_path / "runs"
     out = rag_bench("import", outputs, "--name", "csv-system", "--runs-dir", runs)
@@ -154,6 +154,8 @@ def test_a_hand_written_csv_import_reports_the_queries_it_lacks(tmp_path, rag_be
     assert sorted(queries["query_id"]) == ["q-nas-001", "q-nas-002"]
     manifest = open_runs(runs).get("latest:csv-system").manifest
     assert manifest["outputs"]["n_records"] == 2 and len(manifest["outputs"]["missing"]) == 273
+    assert manifest["outputs"]["latency_ms_mean"] == 1000.0
+    assert manifest["outputs"]["cost_usd_total"] == 0.003
     assert (
         manifest["dataset"]["sha256"] == open_runs(runs).get("latest").manifest["dataset"]["sha256"]
     )
