@@ -129,9 +129,6 @@ class HTTPSystemRetriever(_HTTPSystemComponent, Retriever):
     stage = "http"
     slot = "retriever"
 
-    def __init__(self, **params: Any):
-        super().__init__(**params)
-
     def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         self.position: dict[str, int] = {}
         for i, chunk in enumerate(chunks):
@@ -177,9 +174,6 @@ class HTTPSystemRetriever(_HTTPSystemComponent, Retriever):
 class HTTPSystemGenerator(_HTTPSystemComponent, Generator):
     capabilities = frozenset({Capability.BATCH, Capability.METERED})
     slot = "generator"
-
-    def __init__(self, **params: Any):
-        super().__init__(**params)
 
     def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
         return self.generate_all([query], [context])[0]
