@@ -46,7 +46,6 @@ def python_section() -> str:
 
 @pytest.mark.slow
 def test_the_python_section_runs(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("plotly")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RAG_BENCH_RUNS_DIR", raising=False)
     shutil.copy(EXAMPLE / "qrels.txt", "qrels.txt")  # the files the section scores

@@ -1,14 +1,13 @@
-"""rag-bench report: the tables it is built from, escaping, the CLI, and the page in Chromium."""
+"""rag-bench report: the tables it is built from (compare's, diff's and diagnose's own), each
+section's content, escaping, the page size, the CLI, and the page in Chromium."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 import struct
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -16,18 +15,17 @@ import pytest
 from runs_helpers import locate, manifest_file, read_table, write_table
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
+from rag_bench.analysis.compare import compare, diff
+from rag_bench.analysis.diagnose import diagnose
 from rag_bench.errors import UnknownNameError
 from rag_bench.evaluation.stats import bootstrap_ci
 from rag_bench.experiment.runner import Selection, run_variant
-from rag_bench.report.page import report, report_data
+from rag_bench.report.data import report_data
+from rag_bench.report.html import change_class
+from rag_bench.report.page import render_report, report
 from rag_bench.runs import open_runs
 
 pytestmark = pytest.mark.slow  # reports of several runs
-
-needs_plotly = pytest.mark.skipif(
-    importlib.util.find_spec("plotly") is None,
-    reason="plotly is not installed: pip install -e '.[report]' (the dev extra has it)",
-)
 
 SMOKE = Selection(tag="smoke")
 RESAMPLES = 500
@@ -133,7 +131,8 @@ def test_tables_are_deterministic(store, data):
         open_runs(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES
     )
     pd.testing.assert_frame_equal(again.means, data.means)
-    pd.testing.assert_frame_equal(again.worst, data.worst)
+    pd.testing.assert_frame_equal(again.changed, data.changed)
+    assert render_report(again) == render_report(data)
 
 
 def test_scatter_pairs_first_and_last_run_per_query(store, data):
@@ -171,30 +170,6 @@ def test_failure_breakdown_counts_every_query_once_per_slice(store, data):
         assert sliced["n"].sum() == len(queries) == 30
 
 
-def test_worst_queries_of_the_candidate_with_their_trace(store, data):
-    runs, ids = store
-    worst = data.worst
-    assert len(worst) == 10
-    values = list(worst["value"])
-    assert values == sorted(values)
-    metrics = read(runs, ids["hybrid_rerank"], "metrics").query("metric == 'ndcg@10'")
-    assert values[0] == metrics["value"].min()
-    assert set(data.rankings["query_id"]) <= set(worst["query_id"])
-    shown = data.rankings
-    assert ((shown["rank"] <= 10) | (shown["relevance"] >= 1)).all()
-    retrieved = read(runs, ids["hybrid_rerank"], "retrieved")
-    first = worst["query_id"].iloc[0]
-    expected = retrieved[
-        (retrieved["query_id"] == first) & (retrieved["stage"] == "documents")
-    ].query("rank <= 10")
-    assert list(shown[shown["query_id"] == first].query("rank <= 10")["doc_id"]) == list(
-        expected["doc_id"]
-    )
-    claims = read(runs, ids["hybrid_rerank"], "claims")
-    expected_claims = claims[claims["query_id"].isin(worst["query_id"])]
-    assert len(data.claims) == len(expected_claims)
-
-
 def test_manifest_table_puts_runs_side_by_side_and_marks_differences(store, data):
     runs, ids = store
     table = data.manifests.set_index("field")
@@ -226,10 +201,183 @@ def test_unknown_metric_is_a_user_mistake(store):
         report_data(open_runs(runs), [ids["baseline"]], metric="ndcg@7")
 
 
+# --- the sections --------------------------------------------------------------------------
+
+
+def section(page: str, anchor: str) -> str:
+    """The HTML of one section: from its heading to the next one."""
+    start = page.index(f'<h2 id="{anchor}">')
+    end = page.find("<h2 ", start + 1)
+    return page[start : end if end > 0 else len(page)]
+
+
+def cells(row: str) -> list[tuple[str, str]]:
+    """(class, text without tags) of each cell of a table row."""
+    found = re.findall(r"<td(?: class='([^']*)')?>(.*?)</td>", row)
+    return [(cls, re.sub(r"<[^>]+>", "", text).strip()) for cls, text in found]
+
+
+@pytest.fixture(scope="module")
+def page(data):
+    return render_report(data)
+
+
+def test_the_paired_table_is_compares_own_numbers(store, data, page):
+    runs, ids = store
+    expected = compare(
+        open_runs(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES
+    )
+    pd.testing.assert_frame_equal(data.comparison.rows, expected.rows)
+    shown = expected.rows[~expected.rows["metric"].isin(list(expected.constant))]
+    paired = section(page, "paired")
+    body = paired[paired.index("<tbody>") : paired.index("</tbody>")]
+    rows = re.findall(r"<tr class='(sig|)'>(.*?)</tr>", body)
+    assert len(rows) == len(shown) > 10
+    for (marked, html), row in zip(rows, shown.itertuples()):
+        got = cells(html)
+        assert [text for _, text in got] == [
+            row.slice,
+            row.metric + (" ↓ better" if row.metric == "over_refusal" else ""),
+            f"{row.mean_a:.3f}",
+            f"{row.mean_b:.3f}",
+            f"{row.delta:+.3f}",
+            f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]",
+            f"{row.p_value:.4f}",
+            f"{row.p_adjusted:.4f}",
+            f"{row.wins}/{row.ties}/{row.losses}",
+            str(row.n),
+            "★" if row.significant else "",
+        ]
+        assert (marked == "sig") == row.significant
+        # the delta's colour reads the metric's direction: a rise of over_refusal is worse
+        gain = -row.delta if row.metric == "over_refusal" else row.delta
+        expected_class = "better" if gain > 1e-12 else "worse" if gain < -1e-12 else "same"
+        assert got[4][0] == f"num {expected_class}"
+
+
+def test_direction_comes_from_the_metric_catalogue():
+    assert change_class("over_refusal", 0.05) == "worse"
+    assert change_class("over_refusal", -0.05) == "better"
+    assert change_class("recall@10", 0.05) == "better"
+    assert change_class("recall@10", 0.0) == "same"
+
+
+def test_a_constant_metric_collapses_to_one_line(store, data, page):
+    runs, ids = store
+    for run_id in ids.values():  # faithfulness is 1.0 wherever defined, in both runs
+        metrics = read(runs, run_id, "metrics")
+        assert set(metrics[metrics["metric"] == "faithfulness"]["value"].dropna()) == {1.0}
+    assert data.constant["faithfulness"] == 1.0
+    assert data.constant == data.comparison.constant
+    line = "<li><b>faithfulness</b>: 1 in every query of both runs</li>"
+    assert page.count(line) == 1 and line in section(page, "paired")
+    assert "<td>faithfulness" not in section(page, "paired")
+    means = section(page, "means")
+    assert ">faithfulness<" not in means and "<td>faithfulness" not in means
+    assert "<td>recall@10</td>" in means  # a metric that varies keeps its rows
+
+
+def test_what_changed_shows_the_top_regression_with_both_traces(store, data, page):
+    runs, ids = store
+    listed = diff(open_runs(runs), ids["hybrid_rerank"], ids["baseline"], "ndcg@10", 10)
+    pd.testing.assert_frame_equal(data.changed, listed)
+    worst = listed[listed["change"] == "worse"].iloc[0]
+    assert worst["delta"] < 0
+    changed = section(page, "changed")
+    start = changed.index(f"<code>{worst['query_id']}</code>")
+    block = changed[start : changed.index("</details>", start)]
+    assert f"ndcg@10 {worst['before']:.3f} → {worst['after']:.3f}" in block
+    left, right = block.index("<h4>baseline</h4>"), block.index("<h4>hybrid_rerank</h4>")
+    assert left < right
+    for run_id, part in (
+        (ids["baseline"], block[left:right]),
+        (ids["hybrid_rerank"], block[right:]),
+    ):
+        retrieved = read(runs, run_id, "retrieved")
+        top = retrieved[
+            (retrieved["query_id"] == worst["query_id"])
+            & (retrieved["stage"] == "documents")
+            & (retrieved["rank"] <= 10)
+        ].sort_values("rank")
+        ranking = part[part.index("<table class='ranking'>") :]
+        ranking = ranking[: ranking.index("</table>")]
+        shown = re.findall(r"<td><code>([^<]+)</code></td>", ranking)
+        assert shown == list(top["doc_id"])  # the ranking, in order
+        query = read(runs, run_id, "queries").set_index("query_id").loc[worst["query_id"]]
+        assert query["failure_class"] in part
+        claims = read(runs, run_id, "claims")
+        for text in claims[claims["query_id"] == worst["query_id"]]["text"]:
+            assert html_escape(text) in part
+    # only the listed queries' traces are on the page
+    assert changed.count("<details class='change'") == len(listed)
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)
+
+
+def test_diagnosis_is_diagnose_against_the_first_run(store, data, page):
+    runs, ids = store
+    expected = diagnose(open_runs(runs), ids["hybrid_rerank"], ids["baseline"], "category")
+    pd.testing.assert_frame_equal(data.diagnosis, expected)
+    part = section(page, "diagnosis")
+    overall = part[: part.index("<details>")]
+    rows = re.findall(r"<tr>(<td>.*?)</tr>", overall)
+    everything = expected[expected["slice"] == "all"]
+    assert len(rows) == len(everything) == 7
+    for html, row in zip(rows, everything.itertuples()):
+        got = [text for _, text in cells(html)]
+        assert got[0] == row.symptom
+        word = (
+            "–"
+            if pd.isna(row.delta)
+            else ("grew" if row.delta > 1e-12 else "shrank" if row.delta < -1e-12 else "same")
+        )
+        assert got[4].startswith(word)
+        assert got[5] == f"+{row.appeared} / −{row.cleared}"
+
+
+@pytest.fixture(scope="module")
+def unanswered(store, tmp_path_factory):
+    """A copy of the store whose candidate has no defined faithfulness or citation precision
+    (as when a run refuses every answer)."""
+    runs, ids = store
+    target = tmp_path_factory.mktemp("unanswered") / "runs"
+    shutil.copytree(runs, target)
+    run = locate(target, ids["hybrid_rerank"])
+    metrics = read_table(run, "metrics")
+    gone = metrics["metric"].isin(["faithfulness", "citation_precision"])
+    metrics.loc[gone, "value"] = None
+    metrics.loc[gone, "status"] = "undefined"
+    write_table(run, "metrics", metrics)
+    return target, ids
+
+
+def test_a_metric_without_any_value_in_a_run_is_said_not_a_crash(unanswered, rag_bench, tmp_path):
+    runs, ids = unanswered
+    refs = [ids["baseline"], ids["hybrid_rerank"]]
+    data = report_data(open_runs(runs), refs, resamples=50)
+    assert data.undefined == {
+        "faithfulness": [ids["hybrid_rerank"]],
+        "citation_precision": [ids["hybrid_rerank"]],
+    }
+    assert "faithfulness" not in data.constant
+    page = render_report(data)
+    assert "<b>faithfulness</b> has no defined value in hybrid_rerank" in page
+    assert "<td class='same'>no defined value</td>" in section(page, "means")
+    out = tmp_path / "r.html"
+    result = rag_bench("report", *refs, "--runs-dir", runs, "--resamples", "50", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert "has no defined value in hybrid_rerank" in out.read_text(encoding="utf-8")
+
+
 # --- the page ----------------------------------------------------------------------------
 
+SECTIONS = ("paired", "changed", "diagnosis", "means", "scatter", "failures", "manifests")
 
-@needs_plotly
+
 def test_html_is_one_self_contained_page(store, tmp_path):
     runs, ids = store
     out = tmp_path / "r.html"
@@ -238,36 +386,31 @@ def test_html_is_one_self_contained_page(store, tmp_path):
     )
     assert out.read_text(encoding="utf-8") == page
     assert page.startswith("<!DOCTYPE html>")
-    for anchor in ("means", "scatter", "failures", "worst", "manifests"):
-        assert f'id="{anchor}"' in page
-    # offline: no external script, stylesheet or font; plotly.js inlined exactly once
-    assert not re.search(r"<script[^>]+src=", page)
+    for anchor in SECTIONS:
+        assert f'<h2 id="{anchor}">' in page
+    # offline and inert: no script at all, no external stylesheet, image or font
+    assert "<script" not in page.lower()
     assert not re.search(r"<link[^>]+href=", page)
-    assert page.count("plotly.js v") == 1
-    assert len(page) < 6_000_000
+    assert not re.search(r"""(src|href)=["']?https?:""", page)
+    for chart in ("chart-means", "chart-scatter", "chart-failures"):
+        assert f'<svg class="chart" id="{chart}"' in page
 
 
-@needs_plotly
 def test_user_strings_are_escaped(store, poisoned):
-    clean_runs, ids = store
-    runs, _ = poisoned
+    runs, ids = poisoned
     refs = [ids["baseline"], ids["hybrid_rerank"]]
     page = report(open_runs(runs), refs, resamples=50)
-    clean = report(open_runs(clean_runs), refs, resamples=50)
     assert PAYLOAD not in page
     assert "<img" not in page
     assert 'onerror="document' not in page
     assert "&lt;img src=x onerror=&quot;document.body.dataset.pwned=2&quot;&gt;" in page
-    assert "doc&lt;/script&gt;" in page  # a document id in the ranking
+    assert "doc&lt;/script&gt;" in page  # a document id in a ranking
     assert "cite&lt;/script&gt;" in page  # a citation of a claim
-    # the scatter's hover text, inside plotly's JSON (which also encodes "/" as \u002f)
-    assert "&lt;\\u002fscript&gt;&lt;script&gt;document.body.dataset.pwned=1" in page
-    # the page has exactly the script elements of the clean report: none came from the data
-    assert page.count("<script") == clean.count("<script")
-    assert page.lower().count("</script") == clean.lower().count("</script")
+    scatter = section(page, "scatter")  # a point's hover text in the SVG
+    assert "<title>" in scatter and "&lt;/script&gt;&lt;script&gt;document.body" in scatter
+    assert "<script" not in page.lower()
 
 
-@needs_plotly
 def test_cli_writes_the_report(rag_bench, store, tmp_path):
     runs, ids = store
     out = tmp_path / "report.html"
@@ -290,7 +433,7 @@ def test_cli_writes_the_report(rag_bench, store, tmp_path):
     assert result.stdout == ""
     assert f"wrote {out}" in result.stderr
     page = out.read_text(encoding="utf-8")
-    assert "Worst queries of hybrid_rerank on recall@10" in page
+    assert "What changed on recall@10" in page
     assert_one_line_error(
         rag_bench("report", "latest:baseline+", "--runs-dir", runs, "--metric", "ndcg@7"),
         "ndcg@7",
@@ -302,21 +445,37 @@ def test_cli_writes_the_report(rag_bench, store, tmp_path):
     )
 
 
-@needs_plotly
-def test_one_run_reports_without_a_scatter(store):
+def test_one_run_reports_without_pairs(store):
     runs, ids = store
     page = report(open_runs(runs), [ids["hybrid_rerank"]], resamples=50)
+    assert "The paired comparison needs two runs" in page
+    assert "What changed needs two runs" in page
     assert "The per-query scatter needs two runs" in page
     assert 'id="chart-scatter"' not in page
+    assert "<td>low recall@k</td>" in section(page, "diagnosis")  # the run's own symptoms
+    assert "<b>faithfulness</b>: 1 in every query of the run" in section(page, "means")
 
 
-def test_missing_plotly_names_the_pip_install(rag_bench, store, tmp_path, monkeypatch):
-    runs, _ = store
-    monkeypatch.setitem(sys.modules, "plotly", None)
-    out = tmp_path / "r.html"
-    result = rag_bench("report", "latest:baseline+", "--runs-dir", runs, "-o", out)
-    assert_one_line_error(result, "plotly", "pip install 'rag-bench[report]'")
-    assert not out.exists()
+@pytest.fixture(scope="module")
+def shipped_runs(tmp_path_factory):
+    """What `make run` stores: the three variants over all of kestrel-kb's queries."""
+    runs = tmp_path_factory.mktemp("make-run")
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    ids = [
+        run_variant(name, SHIPPED, runs_dir=runs, cache_dir=cache).run_id
+        for name in ("baseline", "hybrid", "hybrid_rerank")
+    ]
+    return runs, ids
+
+
+def test_the_page_of_make_runs_runs_stays_under_one_and_a_half_megabytes(shipped_runs):
+    runs, ids = shipped_runs
+    page = report(open_runs(runs), ids, resamples=1000)
+    size = len(page.encode("utf-8"))
+    assert size < 1_500_000, size
+    # it is the full report, not an empty one: every query a point, 2 × 10 changes with traces
+    assert page.count('class="point"') >= 235
+    assert section(page, "changed").count("<details class='change'") == 20
 
 
 # --- in a browser, as a person sees it -----------------------------------------------------
@@ -359,24 +518,22 @@ def browse(page, tmp_path, *flags):
 
 
 @pytest.mark.browser
-@needs_plotly
-def test_charts_draw_in_chromium_and_screenshot(store, data, tmp_path):
+def test_sections_render_in_chromium_and_screenshot(store, data, tmp_path):
     runs, ids = store
     ARTIFACTS.mkdir(exist_ok=True)
     page = ARTIFACTS / "report.html"
     report(
         open_runs(runs), [ids["baseline"], ids["hybrid_rerank"]], resamples=RESAMPLES, output=page
     )
-    dom = browse(page, tmp_path, "--dump-dom")
-    # plotly ran: each of the three charts holds its SVG, bars and the scatter's points
+    dom = browse(page, tmp_path, "--dump-dom")  # fails on any console message or error
+    for anchor in SECTIONS:
+        assert f'<h2 id="{anchor}">' in dom, anchor
     for chart in ("chart-means", "chart-scatter", "chart-failures"):
-        start = dom.index(f'id="{chart}"')
-        assert "main-svg" in dom[start : start + 400_000], chart
-    assert dom.count('class="main-svg"') >= 3
-    assert 'class="trace bars"' in dom
-    assert 'class="trace scatter' in dom
-    assert dom.count('class="point"') >= len(data.pairs)
-    assert dom.count('class="trace"') >= 10  # the worst queries' traces (details elements)
+        assert f'id="{chart}"' in dom, chart
+    assert dom.count('class="point"') == len(data.pairs)  # one circle per paired query
+    assert dom.count('<table class="paired">') == 1
+    assert dom.count('<details class="change"') == len(data.changed)
+    assert dom.count('<table class="diagnosis">') == 2  # all queries, then per category
     shot = ARTIFACTS / "report.png"
     shot.unlink(missing_ok=True)
     browse(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,2400")
@@ -387,7 +544,6 @@ def test_charts_draw_in_chromium_and_screenshot(store, data, tmp_path):
 
 
 @pytest.mark.browser
-@needs_plotly
 def test_injected_markup_does_not_run_in_chromium(store, poisoned, tmp_path):
     runs, ids = poisoned
     page = tmp_path / "poisoned.html"
@@ -396,13 +552,3 @@ def test_injected_markup_does_not_run_in_chromium(store, poisoned, tmp_path):
     assert "data-pwned" not in dom
     assert "<img" not in dom
     assert "&lt;img src=x onerror=" in dom  # shown as text
-
-
-def test_plot_text_escapes_before_wrapping():
-    from rag_bench.report.page import plot_text
-
-    wrapped = plot_text("<b>bold</b> & " + "x" * 90 + "<i>", width=40)
-    assert "<b>" not in wrapped and "<i>" not in wrapped
-    assert wrapped.count("<br>") >= 2
-    for line in wrapped.split("<br>"):  # no entity cut in two by a line break
-        assert not re.search(r"&(?!lt;|gt;|amp;)", line), line

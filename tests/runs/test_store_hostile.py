@@ -224,7 +224,6 @@ def test_a_missing_runs_folder_is_named(tmp_path, rag_bench):
 
 
 def test_a_report_is_never_written_into_the_runs_folder(folders, rag_bench, clean):
-    pytest.importorskip("plotly")
     runs, _ = folders
     before = fingerprint(runs)
     for target in (runs / "_manifests" / "x.json", runs / "report.html"):
