@@ -151,12 +151,19 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
     "--metric",
     default="ndcg@10",
     show_default=True,
-    help="Metric of the per-query scatter and of the worst-queries list.",
+    help="Metric of what changed (the largest regressions and improvements) and of the scatter.",
 )
-@click.option("--metrics", default=None, help="Comma-separated metrics of the means section.")
-@click.option("--top", type=int, default=10, show_default=True, help="Worst queries listed.")
+@click.option("--metrics", default=None, help="Comma-separated metrics compared and averaged.")
 @click.option(
-    "--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples."
+    "--top", type=int, default=10, show_default=True, help="Changed queries listed each way."
+)
+@significance_options
+@click.option(
+    "--resamples",
+    type=int,
+    default=10_000,
+    show_default=True,
+    help="Permutations / bootstrap resamples.",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--allow-mismatch", is_flag=True, help="Report runs made on different datasets.")
@@ -170,9 +177,21 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
 )
 @runs_dir_option()
 def report_command(
-    runs, slice_by, metric, metrics, top, resamples, seed, allow_mismatch, output, runs_dir
+    runs,
+    slice_by,
+    metric,
+    metrics,
+    top,
+    test,
+    alpha,
+    resamples,
+    seed,
+    allow_mismatch,
+    output,
+    runs_dir,
 ):
-    """Write one self-contained HTML report of runs; the first is the baseline, the last the
+    """Write one self-contained HTML report of runs: paired comparison, what changed with both
+    traces, diagnosis, means, failure classes; the first run is the baseline, the last the
     candidate."""
     from rag_bench.report.page import report
 
@@ -183,6 +202,8 @@ def report_command(
         metric=metric,
         metrics=split_list(metrics) if metrics else None,
         top=top,
+        test=test,
+        alpha=alpha,
         resamples=resamples,
         seed=seed,
         allow_mismatch=allow_mismatch,

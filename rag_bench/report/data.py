@@ -25,10 +25,10 @@ from rag_bench.analysis.compare import (
     query_slices,
 )
 from rag_bench.analysis.diagnose import cutoffs, diagnose_run
-from rag_bench.errors import RagBenchError, UsageError, check_number
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES
 from rag_bench.evaluation.measures import canonical, canonical_names, headline_metrics, not_stored
-from rag_bench.evaluation.stats import MAX_RESAMPLES, bootstrap_ci
+from rag_bench.evaluation.stats import MAX_RESAMPLES, TESTS, bootstrap_ci
 from rag_bench.evaluation.summary import slice_order
 from rag_bench.report.manifests import manifest_table
 from rag_bench.report.traces import Traces, load_traces
@@ -247,6 +247,8 @@ def report_data(
     metric: str = "ndcg@10",
     metrics: Sequence[str] | None = None,
     top: int = 10,
+    test: str = "randomization",
+    alpha: float = 0.05,
     resamples: int = 10_000,
     seed: int = 0,
     allow_mismatch: bool = False,
@@ -255,6 +257,9 @@ def report_data(
     listed each way in what changed."""
     check_number("top", top, 0, whole=True)
     check_number("resamples", resamples, 1, MAX_RESAMPLES, whole=True)
+    check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
+    if test not in TESTS:  # checked here too: a single run is never compared
+        raise UnknownNameError("test", test, list(TESTS))
     metric = canonical(metric)
     store = open_runs(runs_dir)
     runs = _resolve(store, refs, allow_mismatch)
@@ -270,6 +275,8 @@ def report_data(
             ids,
             slice_by=slice_by,
             metrics=chosen,
+            test=test,
+            alpha=alpha,
             resamples=resamples,
             seed=seed,
             allow_mismatch=allow_mismatch,

@@ -42,11 +42,12 @@ def change_class(metric: str, delta: float) -> str:
 
 
 def table(head: list[str], rows: list[str], cls: str) -> str:
-    """A table of already-rendered ``<tr>`` rows under escaped column names."""
+    """A table of already-rendered ``<tr>`` rows under escaped column names, scrolling
+    sideways when wider than the page."""
     cells = "".join(f"<th>{e(h)}</th>" for h in head)
     return (
-        f"<table class='{cls}'><thead><tr>{cells}</tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<div class='wide'><table class='{cls}'><thead><tr>{cells}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
@@ -64,7 +65,7 @@ main{max-width:1240px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #ddd;
 padding-bottom:4px}h3{font-size:15px;margin:16px 0 4px}h4{margin:10px 0 4px;font-size:13px}
 nav a{margin-right:14px}p.lead{color:#555;margin:4px 0 12px}
-table{border-collapse:collapse;margin:6px 0;background:#fff;font-size:13px}
+.wide{overflow-x:auto}table{border-collapse:collapse;margin:6px 0;background:#fff;font-size:13px}
 th,td{border:1px solid #e2e2e2;padding:3px 8px;text-align:left;vertical-align:top}
 thead th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums;
 white-space:nowrap}

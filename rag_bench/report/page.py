@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.io.durable import atomic_write
 from rag_bench.report import sections
 from rag_bench.report.data import ReportData, report_data
 from rag_bench.report.html import STYLE, e
@@ -76,6 +77,8 @@ def report(
     metric: str = "ndcg@10",
     metrics: Sequence[str] | None = None,
     top: int = 10,
+    test: str = "randomization",
+    alpha: float = 0.05,
     resamples: int = 10_000,
     seed: int = 0,
     allow_mismatch: bool = False,
@@ -83,7 +86,8 @@ def report(
 ) -> str:
     """The HTML report of ``refs`` (the first is the baseline, the last the candidate);
     ``metric`` orders what changed (``top`` queries each way) and the scatter, ``metrics`` are
-    compared and averaged (default: the headline metrics).
+    compared and averaged (default: the headline metrics); ``test``, ``alpha``, ``resamples``
+    and ``seed`` are compare's.
 
     Returns the HTML; with ``output`` also writes it there.
     """
@@ -100,6 +104,8 @@ def report(
         metric=metric,
         metrics=metrics,
         top=top,
+        test=test,
+        alpha=alpha,
         resamples=resamples,
         seed=seed,
         allow_mismatch=allow_mismatch,
@@ -108,7 +114,7 @@ def report(
     if output is not None:
         path = Path(output)
         try:
-            path.write_text(page, encoding="utf-8")
+            atomic_write(path, page.encode("utf-8"))  # a page whole or not at all
         except OSError as exc:
             raise RagBenchError(
                 f"cannot write the report to {path}: {exc.strerror}", "pass a writable -o path"

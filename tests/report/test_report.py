@@ -201,6 +201,15 @@ def test_unknown_metric_is_a_user_mistake(store):
         report_data(open_runs(runs), [ids["baseline"]], metric="ndcg@7")
 
 
+def test_the_significance_options_are_checked_even_for_one_run(store, rag_bench):
+    runs, ids = store
+    with pytest.raises(UnknownNameError, match="randomization"):
+        report_data(open_runs(runs), [ids["baseline"]], test="coin")
+    for alpha in ("0", "nan", "1.5"):
+        out = rag_bench("report", ids["baseline"], "--runs-dir", runs, "--alpha", alpha)
+        assert_one_line_error(out, "alpha")
+
+
 # --- the sections --------------------------------------------------------------------------
 
 
