@@ -10,6 +10,7 @@ import pandas as pd
 
 from rag_bench.analysis.compare import TIE
 from rag_bench.evaluation.measures import improvement, lower_is_better
+from rag_bench.evaluation.summary import slice_order
 from rag_bench.report.html import e, metric_title
 
 RUN_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d")
@@ -90,23 +91,23 @@ def _panel(means: pd.DataFrame, metric: str, runs: list[str], labels: dict[str, 
         for j, run_id in enumerate(runs):
             if (name, run_id) not in indexed.index:
                 continue
-            row = indexed.loc[(name, run_id)]
             bx = gx + (group_w - bar_w * len(runs)) / 2 + j * bar_w
-            tip = (
-                f"{labels[run_id]} · {name}: {row['mean']:.3f} "
-                f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={int(row['n'])}"
-            )
-            out.append(
-                f'<rect x="{bx:.1f}" y="{y(row["mean"]):.1f}" width="{bar_w - 2:.1f}" '
-                f'height="{max(0.0, y(0) - y(row["mean"])):.1f}" '
-                f'fill="{colour_of(runs, run_id)}"><title>{e(tip)}</title></rect>'
-            )
-            mid = bx + (bar_w - 2) / 2
-            out.append(
-                f'<line x1="{mid:.1f}" y1="{y(row["ci_low"]):.1f}" x2="{mid:.1f}" '
-                f'y2="{y(row["ci_high"]):.1f}" stroke="#333"/>'
-            )
+            tip = f"{labels[run_id]} · {name}: "
+            out += _bar(indexed.loc[(name, run_id)], bx, bar_w - 2, y, colour_of(runs, run_id), tip)
     return out
+
+
+def _bar(row: pd.Series, x: float, width: float, y, colour: str, tip: str) -> list[str]:
+    """A mean's bar (``y`` maps a value to its height on the page) and its interval's whisker."""
+    tip += f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] n={int(row['n'])}"
+    mid = x + width / 2
+    return [
+        f'<rect x="{x:.1f}" y="{y(row["mean"]):.1f}" width="{width:.1f}" '
+        f'height="{max(0.0, y(0) - y(row["mean"])):.1f}" fill="{colour}"><title>{e(tip)}</title>'
+        "</rect>",
+        f'<line x1="{mid:.1f}" y1="{y(row["ci_low"]):.1f}" x2="{mid:.1f}" '
+        f'y2="{y(row["ci_high"]):.1f}" stroke="#333"/>',
+    ]
 
 
 def means_chart(means: pd.DataFrame, metrics: list[str], runs: list[str], labels) -> str:
@@ -160,7 +161,7 @@ def scatter_chart(pairs: pd.DataFrame, metric: str, a_label: str, b_label: str) 
         f'<text transform="translate(14 {size / 2:.0f}) rotate(-90)" text-anchor="middle">'
         f"{e(b_label)} (last run)</text>"
     )
-    groups = list(dict.fromkeys(sorted(pairs["group"])))
+    groups = slice_order(set(pairs["group"]))
     for i, group in enumerate(groups):
         colour = FAILURE_COLOURS.get(group, GROUP_COLOURS[i % len(GROUP_COLOURS)])
         for row in pairs[pairs["group"] == group].itertuples():

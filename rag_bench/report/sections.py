@@ -21,6 +21,11 @@ def _runs_phrase(data: ReportData) -> str:
     )
 
 
+def _no_values(data: ReportData, metric: str) -> str:
+    runs = ", ".join(_label(data, r) for r in data.undefined[metric])
+    return f"<p class='note'>{e(metric)} has no defined value in {runs}.</p>"
+
+
 def collapsed(data: ReportData) -> str:
     """The metrics with one value throughout, one line each, and those a run has no value of."""
     lines = [
@@ -121,6 +126,8 @@ def means(data: ReportData) -> str:
 
 def scatter(data: ReportData) -> str:
     """The per-query scatter of the first run against the last."""
+    if len(data.runs) > 1 and data.metric in data.undefined:
+        return _no_values(data, data.metric)
     if len(data.runs) < 2 or data.pairs.empty:
         return "<p class='note'>The per-query scatter needs two runs that share queries.</p>"
     first, last = data.runs[0].run_id, data.runs[-1].run_id
@@ -238,6 +245,8 @@ def changed(data: ReportData) -> str:
     """diff's largest regressions and improvements, each with both runs' traces side by side."""
     if len(data.runs) < 2:
         return "<p class='note'>What changed needs two runs.</p>"
+    if data.metric in data.undefined:
+        return _no_values(data, data.metric)
     if data.changed.empty:
         return f"<p class='note'>No query changed on {e(data.metric)}.</p>"
     parts = []

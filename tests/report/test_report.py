@@ -380,6 +380,10 @@ def test_a_metric_without_any_value_in_a_run_is_said_not_a_crash(unanswered, rag
     result = rag_bench("report", *refs, "--runs-dir", runs, "--resamples", "50", "-o", out)
     assert result.exit_code == 0, result.stderr
     assert "has no defined value in hybrid_rerank" in out.read_text(encoding="utf-8")
+    # as the metric of what changed and of the scatter
+    page = report(open_runs(runs), refs, metric="faithfulness", resamples=50)
+    for anchor in ("changed", "scatter"):
+        assert "faithfulness has no defined value in hybrid_rerank" in section(page, anchor)
 
 
 # --- the page ----------------------------------------------------------------------------
