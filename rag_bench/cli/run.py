@@ -66,7 +66,8 @@ from rag_bench.pipeline.executors import EXECUTORS
     "--tier",
     type=click.Choice(TIERS),
     default=None,
-    help="Run one tier: smoke (tagged smoke), regression (tagged regression, else all), deep (all).",
+    help="Run one tier: smoke (tagged smoke), regression (tagged regression, else all), "
+    "deep (all).",
 )
 @click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
 @click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
