@@ -120,3 +120,12 @@ def test_cli_tier_mistakes(rag_bench, tmp_path):
     )
     out = rag_bench("run", "--variant", "baseline", "--tier", "nightly", "--runs-dir", tmp_path)
     assert out.exit_code == 2 and "nightly" in out.stderr
+
+
+def test_the_library_runs_a_tier(tmp_path):
+    import rag_bench
+
+    result = rag_bench.run("baseline", "lumen-mall-zh", tier="smoke", runs_dir=tmp_path)
+    queries = load_dataset("lumen-mall-zh").queries
+    assert list(result.queries["query_id"]) == tier_queries(queries, "smoke")
+    assert result.manifest["selection"]["tier"] == "smoke"
