@@ -35,6 +35,7 @@ SAMPLED_TIERS = TIERS[:-1]  # deep is every labelled query: nothing to sample
 
 
 def check_tier(tier: str, tiers: tuple[str, ...] = TIERS) -> str:
+    """``tier`` if it is one of ``tiers``; else an error listing them."""
     if tier not in tiers:
         raise UnknownNameError("tier", tier, list(tiers))
     return tier

@@ -104,8 +104,8 @@ class Selection:
             if not ids:
                 raise UsageError(
                     f"no query is in the {self.tier} tier (none carries the tag {self.tier!r})",
-                    f"tag a stratified sample: rag-bench tier {self.tier} --dataset FOLDER "
-                    "--size N",
+                    f"tag a stratified sample: rag-bench tiers --dataset FOLDER --sample "
+                    f"{self.tier} --size N",
                 )
         if self.tag:
             ids = [q for q in ids if self.tag in queries[q].tags]

@@ -249,14 +249,21 @@ class LLMJudge(EndpointComponent, Judge):
         def parse(reply: str) -> tuple[dict[int, _Grade], str]:
             return parse_verdicts(reply, len(claims), len(context))
 
+        def merge(first: dict | None, repaired: dict | None) -> dict:
+            # the first reply's valid verdicts stand where the repair lacks them
+            return {**(first or {}), **(repaired or {})}
+
         wanted = f"the JSON object, one verdict for each of the {len(claims)} claims"
         messages = self.messages(query, claims, context)
-        return self._reply(messages, self._params(repeat), parse, wanted)
+        return self._reply(messages, self._params(repeat), parse, wanted, merge)
 
-    def _reply(self, messages, params: dict, parse, wanted: str) -> tuple[Any, str]:
+    def _reply(
+        self, messages, params: dict, parse, wanted: str, merge=lambda first, repaired: repaired
+    ) -> tuple[Any, str]:
         """Ask, and when ``parse`` finds the reply wanting, ask once more with what was wrong
-        (a new request, cached like any other). Returns what parsed and what is still wrong
-        ('' when nothing); ``parse`` returns (found, problem) or raises MalformedReply."""
+        (a new request, cached like any other). Returns what parsed (``merge`` of the two
+        replies' after a repair; None for an unparsable one) and what is still wrong ('' when
+        nothing). ``parse`` returns (found, problem) or raises MalformedReply."""
         reply = self.client.chat(self.model, messages, **params)
         try:
             found, problem = parse(reply)
@@ -280,9 +287,7 @@ class LLMJudge(EndpointComponent, Judge):
             fixed, problem_again = None, str(error)
         if problem_again:
             self._count("malformed_after_retry")
-        if isinstance(found, dict) or isinstance(fixed, dict):
-            return {**(found or {}), **(fixed or {})}, problem_again
-        return fixed, problem_again
+        return merge(found, fixed), problem_again
 
     # --- verdicts ------------------------------------------------------------------------
 
