@@ -100,10 +100,24 @@ class Verdict:
     reason: str
 
 
+@dataclass(frozen=True)
+class Relevance:
+    """A judge's grade of whether an answer gives what its question asked for."""
+
+    grade: int | None  # 0 not, 1 in part, 2 fully; None when the judge's reply was unusable
+    reason: str
+
+    @property
+    def value(self) -> float | None:
+        """The grade as the ``answer_relevance`` metric: 0, 0.5 or 1 (None: unjudged)."""
+        return None if self.grade is None else self.grade / 2
+
+
 @dataclass
 class QueryResult:
     """One query's trip through the pipeline: chunk rankings per stage, the answer, its claims
-    with the judge's verdicts, the generator's context (chunk positions) and timings."""
+    with the judge's verdicts, the generator's context (chunk positions), timings, and the
+    judge's relevance grade of the answer when the judge gives one."""
 
     stages: dict[str, Hits]
     generation: Generation
@@ -111,6 +125,7 @@ class QueryResult:
     verdicts: list[Verdict]
     context: list[int]
     latency_ms: dict[str, float]
+    relevance: Relevance | None = None  # from a judge declaring RELEVANCE; None: not asked
 
     @property
     def final(self) -> Hits:

@@ -97,3 +97,20 @@ def real_minilm(monkeypatch):
     from rag_bench.components.minilm import minilm_folder
 
     return minilm_folder()
+
+
+@pytest.fixture(scope="session")
+def shipped_runs(tmp_path_factory):
+    """``shipped_runs("kestrel-kb")``: the RunResults of ``baseline`` and ``hybrid`` on every query
+    of a shipped dataset with default parameters, made once per test session (per process)."""
+    from rag_bench.experiment.session import run
+
+    made: dict[str, list] = {}
+
+    def runs(name: str) -> list:
+        if name not in made:
+            folder = tmp_path_factory.mktemp(f"shipped-{name}")
+            made[name] = run(["baseline", "hybrid"], name, runs_dir=folder)
+        return made[name]
+
+    return runs

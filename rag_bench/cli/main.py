@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from rag_bench import __version__
-from rag_bench.cli import analysis, exchange, registry, run, scoring, store
+from rag_bench.cli import analysis, exchange, registry, run, scoring, store, tiers
 from rag_bench.cli.options import UserMistake
 from rag_bench.errors import ParameterError, RagBenchError
 
@@ -40,6 +40,7 @@ for command in (
     scoring.eval_command,
     scoring.judge_agreement_command,
     run.run_command,
+    tiers.tiers_command,
     registry.variants_command,
     registry.metrics_command,
     store.runs_command,

@@ -14,6 +14,7 @@ from rag_bench.cli.options import (
     runs_dir_option,
     split_list,
 )
+from rag_bench.data import TIERS
 from rag_bench.errors import UsageError
 from rag_bench.pipeline.executors import EXECUTORS
 
@@ -61,6 +62,13 @@ from rag_bench.pipeline.executors import EXECUTORS
 @click.option("--judge", default=None, help="Judge of the claims (same as --set judge.name=NAME).")
 @click.option("--name", default=None, help="Name the run: the name works wherever a run id does.")
 @click.option("--note", default=None, help="A note kept in the run's manifest.")
+@click.option(
+    "--tier",
+    type=click.Choice(TIERS),
+    default=None,
+    help="Run one tier: smoke (tagged smoke), regression (tagged regression, else all), "
+    "deep (all).",
+)
 @click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
 @click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
@@ -96,6 +104,7 @@ def run_command(
     judge,
     name,
     note,
+    tier,
     tag,
     sample,
     seed,
@@ -133,7 +142,7 @@ def run_command(
     click.echo(comparison_output(comparison, fmt))
 
 
-RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tag", "sample", "seed", "split")
+RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tier", "tag", "sample", "seed", "split")
 
 
 def _run_or_resume(ctx: click.Context, results: list) -> None:
@@ -180,7 +189,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
         }
         if variants and (variants.strip() == "all" or len(split_list(variants)) > 1):
             raise UserMistake(UsageError("--resume finishes one run", "give one --variant or none"))
-        selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
+        selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"], tier=p["tier"])
         result = resume_run(
             p["resume"],
             runs_dir=p["runs_dir"],
@@ -190,7 +199,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             overrides=overrides if given & {"overrides", "judge"} else None,
             ks=cutoffs(p["ks"]) if "ks" in given else None,
             depth=p["depth"] if "depth" in given else None,
-            selection=selection if given & {"tag", "sample", "seed"} else None,
+            selection=selection if given & {"tier", "tag", "sample", "seed"} else None,
             progress=progress("resume"),
             executor=executor,
         )
@@ -208,7 +217,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
     data = load_dataset(p["dataset"], split=p["split"])
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
-    selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"])
+    selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"], tier=p["tier"])
     if p["name"] is not None and (len(names) > 1 or p["sweeps"]):
         raise UserMistake(
             UsageError("--name names one run", "give one --variant and no --sweep, or no --name")

@@ -48,6 +48,10 @@ LEARNS_FROM_SPLIT      (reranker) learns from a labelled split of its own before
 READS_DATASET          (chunker) chunks from what the dataset records, not from the text alone
                        (the passages an imported system retrieved): ``read_dataset(dataset)``
                        before the first ``chunk`` (:class:`ReadsDataset`)
+RELEVANCE              (judge) also grades whether each answer gives what its question asks:
+                       ``grade_relevance(queries, answers)``, whose grades become the
+                       ``answer_relevance`` metric instead of the lexical one
+                       (:class:`GradesRelevance`)
 ====================== =========================================================================
 
 Attributes a contract names (``stage``, ``context_k``, ``batch_size``) are visible on the class:
@@ -69,7 +73,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from rag_bench.data.dataset import Dataset
-    from rag_bench.model import Chunk, Claim, Doc, Generation, Hits, Query, Verdict
+    from rag_bench.model import Chunk, Claim, Doc, Generation, Hits, Query, Relevance, Verdict
 
 
 class Capability(str, Enum):
@@ -86,6 +90,7 @@ class Capability(str, Enum):
     READS_DATASET = "reads_dataset"
     USES_ENCODER = "uses_encoder"
     LEARNS_FROM_SPLIT = "learns_from_split"
+    RELEVANCE = "relevance"
 
 
 # --- the slots ---------------------------------------------------------------------------
@@ -261,6 +266,13 @@ class BatchJudge(Protocol):
         ...
 
 
+class GradesRelevance(Protocol):
+    def grade_relevance(self, queries: Sequence[Query], answers: Sequence[str]) -> list[Relevance]:
+        """Whether each answer (citation markers removed; never a refusal) gives what its
+        question asks for, in order."""
+        ...
+
+
 class Metered(Protocol):
     def usage(self) -> dict:
         """What it consumed (requests, tokens, cost): JSON-able, for the manifest."""
@@ -338,6 +350,7 @@ SLOT_CAPABILITIES: dict[str, dict[Capability, type]] = {
         Capability.CACHE: Cached,
         Capability.BATCH: BatchJudge,
         Capability.METERED: Metered,
+        Capability.RELEVANCE: GradesRelevance,
     },
 }
 CONTRACTS: dict[str, type] = {

@@ -20,7 +20,7 @@ def components() -> list[ComponentSpec]:
     from rag_bench.components.judges import AnnotatedJudge, LexicalJudge
     from rag_bench.components.minilm import MiniLMEncoder
     from rag_bench.components.openai.components import OpenAIEncoder, OpenAIGenerator
-    from rag_bench.components.openai.judge import LLMJudge
+    from rag_bench.components.openai.judge import LLMJudge, LLMRelevanceJudge
     from rag_bench.components.recorded import RecordedChunker, RecordedRetriever
     from rag_bench.components.rerank import LearnedReranker, ProximityReranker
     from rag_bench.components.sentence_transformers import (
@@ -58,6 +58,7 @@ def components() -> list[ComponentSpec]:
         LexicalJudge,
         AnnotatedJudge,
         LLMJudge,
+        LLMRelevanceJudge,
         NLIJudge,
     ]
     return [cls.spec for cls in classes]

@@ -1,0 +1,7 @@
+"""Datasets: the BEIR layout with rag-bench's extras, qrels, rankings, recorded outputs.
+
+The names below are what the command line offers as choices; they live here, with nothing
+heavy imported, so that ``rag-bench --help`` stays fast.
+"""
+
+TIERS = ("smoke", "regression", "deep")  # the query tiers of data.tiers, smallest first

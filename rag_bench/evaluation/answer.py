@@ -17,7 +17,7 @@ import numpy as np
 
 from rag_bench.evaluation.correctness import contains, exact_match, key_fact_recall, token_f1
 from rag_bench.evaluation.measures import answer_metric_names
-from rag_bench.model import Chunk, Claim, Query, Verdict
+from rag_bench.model import Chunk, Claim, Query, Relevance, Verdict
 from rag_bench.text.asked import asked_kind, gives
 from rag_bench.text.claims import strip_markers
 
@@ -37,6 +37,7 @@ class AnswerEvidence:
     verdicts: Sequence[Verdict]
     ranking: Sequence[Chunk]  # the final chunk ranking, best first
     grades: dict[str, int]  # judged documents of the query
+    judged_relevance: Relevance | None = None  # the judge's grade, when it gives one
 
 
 def claim_metrics(e: AnswerEvidence) -> dict[str, float | None]:
@@ -49,17 +50,28 @@ def claim_metrics(e: AnswerEvidence) -> dict[str, float | None]:
     }
 
 
+def lexical_relevance(query: str, answer: str, analyzer) -> float | None:
+    """The share of the query's content terms the answer contains, 0 when the query asks for a
+    kind of fact (a phone number, an address, ...) the answer does not give; None without
+    content terms."""
+    wanted = set(analyzer.terms(query))
+    if not wanted:
+        return None
+    kind = asked_kind(query)
+    if kind is not None and not gives(kind, answer):
+        return 0.0  # on topic, but without the phone number, address, ... asked for
+    return len(wanted & set(analyzer.terms(answer))) / len(wanted)
+
+
 def response_metrics(e: AnswerEvidence, analyzer) -> dict[str, float | None]:
     refuse = e.query.should_refuse
     gold = e.query.answer
     text = strip_markers(e.answer)
-    wanted = set(analyzer.terms(e.query.text))
     relevance = None
-    if not e.refused and wanted:
-        relevance = len(wanted & set(analyzer.terms(text))) / len(wanted)
-        kind = asked_kind(e.query.text)
-        if kind is not None and not gives(kind, text):
-            relevance = 0.0  # on topic, but without the phone number, address, ... asked for
+    if e.judged_relevance is not None:  # the judge graded it: its grade, or NULL if unusable
+        relevance = e.judged_relevance.value
+    elif not e.refused:
+        relevance = lexical_relevance(e.query.text, text, analyzer)
     exact = f1 = within = facts = None
     if gold and not refuse:
         exact = 0.0 if e.refused else exact_match(text, gold)

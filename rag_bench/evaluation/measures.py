@@ -171,7 +171,9 @@ FAMILIES: dict[str, Family] = {
             "answer_relevance",
             "answer",
             _NONE,
-            "share of the query's content terms the answer addresses (NULL for a refusal)",
+            "share of the query's content terms the answer addresses, 0 without the kind of "
+            "fact asked for (phone, address, ...); with the llm_relevance judge its grade / 2 "
+            "(NULL for a refusal)",
             scope=_ALL,
         ),
         Family(

@@ -29,6 +29,7 @@ import pandas as pd
 from rag_bench import __version__
 from rag_bench.components.registry import VariantSpec, registry, resolve
 from rag_bench.data.dataset import Dataset, load_dataset
+from rag_bench.data.tiers import tier_queries
 from rag_bench.errors import DataError, ParameterError, RagBenchError, UsageError, check_number
 from rag_bench.experiment.provenance import git_commit, package_versions
 from rag_bench.experiment.traces import build_traces
@@ -88,12 +89,24 @@ class RunResult:
 
 @dataclass(frozen=True)
 class Selection:
+    """Which of a dataset's queries a run answers: a tier (see :mod:`rag_bench.data.tiers`),
+    then those carrying ``tag``, then a seeded sample of ``sample`` of them."""
+
     tag: str | None = None
     sample: int | None = None
     seed: int = 0
+    tier: str | None = None
 
     def apply(self, queries: dict[str, Query]) -> list[str]:
         ids = list(queries)
+        if self.tier:
+            ids = tier_queries(queries, self.tier)
+            if not ids:
+                raise UsageError(
+                    f"no query is in the {self.tier} tier (none carries the tag {self.tier!r})",
+                    f"tag a stratified sample: rag-bench tiers --dataset FOLDER --sample "
+                    f"{self.tier} --size N",
+                )
         if self.tag:
             ids = [q for q in ids if self.tag in queries[q].tags]
             if not ids:
@@ -110,6 +123,10 @@ class Selection:
                 keep = set(rng.choice(len(ids), size=self.sample, replace=False).tolist())
                 ids = [q for i, q in enumerate(ids) if i in keep]
         return ids
+
+    def record(self) -> dict:
+        """The selection as the manifest keeps it (``Selection(**record)`` rebuilds it)."""
+        return {"tier": self.tier, "tag": self.tag, "sample": self.sample, "seed": self.seed}
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
@@ -243,7 +260,7 @@ def run_variant(
         },
         "ks": list(ks),
         "depth": depth,
-        "selection": {"tag": selection.tag, "sample": selection.sample, "seed": selection.seed},
+        "selection": selection.record(),
         "created_at": created.isoformat(timespec="microseconds"),
         "rag_bench_version": __version__,
         "annotations": dict(annotations or {}),
@@ -526,7 +543,8 @@ def _joined(values) -> str:
 
 
 def _shown(selection: Selection) -> str:
-    parts = [f"--tag {selection.tag}"] if selection.tag else []
+    parts = [f"--tier {selection.tier}"] if selection.tier else []
+    parts += [f"--tag {selection.tag}"] if selection.tag else []
     if selection.sample is not None:
         parts.append(f"--sample {selection.sample} --seed {selection.seed}")
     return " ".join(parts) or "all queries"
@@ -601,12 +619,7 @@ def _manifest(
             "n_docs": len(data.docs),
             "n_queries": len(queries),
         },
-        "selection": {
-            "tag": selection.tag,
-            "sample": selection.sample,
-            "seed": selection.seed,
-            "query_ids": [q.id for q in queries],
-        },
+        "selection": {**selection.record(), "query_ids": [q.id for q in queries]},
         "ks": list(ks),
         "depth": depth,
         "judge": resolved.get("judge"),

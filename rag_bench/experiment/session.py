@@ -1,7 +1,8 @@
 """Running and resuming from Python: what ``rag_bench.run`` and ``rag_bench.resume`` are.
 
 They speak in parameters where the command line speaks in flags: component overrides as a
-mapping (``{"retriever.k1": 1.2}``), the query selection as ``tag``, ``sample`` and ``seed``,
+mapping (``{"retriever.k1": 1.2}``), the query selection as ``tier``, ``tag``, ``sample`` and
+``seed``,
 the executor by name. They build what the runner works with, close the executor afterwards and
 return the stored runs.
 """
@@ -26,6 +27,7 @@ def run(
     overrides: Mapping[str, Any] | None = None,
     ks: Sequence[int] = DEFAULT_KS,
     depth: int = 100,
+    tier: str | None = None,
     tag: str | None = None,
     sample: int | None = None,
     seed: int = 0,
@@ -42,7 +44,8 @@ def run(
     (returns a list, in order). ``dataset`` is a folder, a shipped dataset's name
     (``kestrel-kb``, ``lumen-mall-zh``, ``seed-example``) or a loaded :class:`Dataset`; None
     is kestrel-kb. ``overrides`` maps ``"slot.param"`` to a value, as in the manifest's
-    params. ``tag`` keeps the queries carrying it; ``sample`` draws that many of them with
+    params. ``tier`` (``smoke``, ``regression``, ``deep``; see :mod:`rag_bench.data.tiers`)
+    keeps the queries of a tier, ``tag`` those carrying it; ``sample`` draws that many of them with
     ``seed``. ``executor`` is ``"local"`` (``workers`` threads) or ``"ray"``.
     """
     names = list(registry().variants) if variant == "all" else _names(variant)
@@ -50,7 +53,7 @@ def run(
         registry().variant(name)  # a misspelt name fails before any work
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, split=split)
     texts = override_texts(overrides or {})
-    selection = Selection(tag=tag, sample=sample, seed=seed)
+    selection = Selection(tag=tag, sample=sample, seed=seed, tier=tier)
     runner = make_executor(executor, address, workers)
     try:
         results = [

@@ -75,6 +75,7 @@ def _evaluate_answer(query, result, chunks, grades, ranked_docs, ks, analyzer):
         verdicts=result.verdicts,
         ranking=[chunks[p] for p in result.final.index],
         grades=grades,
+        judged_relevance=result.relevance,
     )
     correctness = None
     if query.answer and not query.should_refuse:

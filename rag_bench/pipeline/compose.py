@@ -20,9 +20,18 @@ from rag_bench.data.dataset import Dataset
 from rag_bench.errors import UsageError
 from rag_bench.io.cache import Cache, corpus_fingerprint, digest
 from rag_bench.io.pause import pause_point
-from rag_bench.model import Chunk, Claim, Generation, Hits, Query, QueryResult, Verdict
+from rag_bench.model import (
+    Chunk,
+    Claim,
+    Generation,
+    Hits,
+    Query,
+    QueryResult,
+    Relevance,
+    Verdict,
+)
 from rag_bench.pipeline.executors import Executor, LocalExecutor
-from rag_bench.text.claims import split_claims
+from rag_bench.text.claims import split_claims, strip_markers
 
 BATCH = 32  # queries per task of the executor (and per call of generate_all, judge_all)
 # corpus texts per checkpointed block when embedding with an encoder declaring
@@ -399,13 +408,15 @@ class Pipeline:
             generation = _rebuild(Generation, record["generation"])
             claims = [_rebuild(Claim, c) for c in record["claims"]]
             verdicts = [_rebuild(Verdict, v) for v in record["verdicts"]]
+            relevance = _relevance(record.get("relevance"))
             latency = {**timings, **record["latency_ms"]}
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         if len(verdicts) != len(claims):
             return None
         final = list(stages.values())[-1]
-        return QueryResult(stages, generation, claims, verdicts, self._context(final), latency)
+        context = self._context(final)
+        return QueryResult(stages, generation, claims, verdicts, context, latency, relevance)
 
     def answer_block(
         self,
@@ -455,10 +466,33 @@ class Pipeline:
                     queries[i], claims[i], [self.chunks[p] for p in contexts[i]]
                 )
                 latency[i]["judge"] = 1000 * (time.perf_counter() - started)
+        relevance = self._grade_relevance(queries, generations, latency)
         return [
-            QueryResult(s, g, c, v, ctx, t)
-            for s, g, c, v, ctx, t in zip(stages, generations, claims, verdicts, contexts, latency)
+            QueryResult(s, g, c, v, ctx, t, r)
+            for s, g, c, v, ctx, t, r in zip(
+                stages, generations, claims, verdicts, contexts, latency, relevance
+            )
         ]
+
+    def _grade_relevance(self, queries, generations, latency) -> list[Relevance | None]:
+        """The judge's relevance grade of every answer that is not a refusal, when the judge
+        declares RELEVANCE (its time is added to each graded query's judge latency)."""
+        graded: list[Relevance | None] = [None] * len(queries)
+        if Capability.RELEVANCE not in self.judge.capabilities:
+            return graded
+        answered = [i for i, g in enumerate(generations) if not g.refused]
+        if not answered:
+            return graded
+        started = time.perf_counter()
+        found = self.judge.grade_relevance(
+            [queries[i] for i in answered],
+            [strip_markers(generations[i].answer) for i in answered],
+        )
+        each = 1000 * (time.perf_counter() - started) / len(answered)
+        for i, grade in zip(answered, found):
+            graded[i] = grade
+            latency[i]["judge"] += each
+        return graded
 
 
 class _Sized:
@@ -543,6 +577,10 @@ def _rebuild(cls, data: dict) -> Any:
     return cls(**kwargs)
 
 
+def _relevance(data: dict | None) -> Relevance | None:
+    return None if data is None else _rebuild(Relevance, data)
+
+
 def _record(query_id: str, key: str, result: QueryResult) -> dict | None:
     """A result's generation, claims and verdicts as a JSON-able checkpoint record, or None
     when they would not come back equal from JSON (then the query is recomputed on resume)."""
@@ -552,6 +590,7 @@ def _record(query_id: str, key: str, result: QueryResult) -> dict | None:
         "generation": _plain(result.generation),
         "claims": [_plain(c) for c in result.claims],
         "verdicts": [_plain(v) for v in result.verdicts],
+        "relevance": None if result.relevance is None else _plain(result.relevance),
         "latency_ms": {s: result.latency_ms.get(s) for s in CHECKPOINTED_LATENCY},
     }
     try:
@@ -560,6 +599,7 @@ def _record(query_id: str, key: str, result: QueryResult) -> dict | None:
             _rebuild(Generation, back["generation"]) == result.generation
             and [_rebuild(Claim, c) for c in back["claims"]] == list(result.claims)
             and [_rebuild(Verdict, v) for v in back["verdicts"]] == list(result.verdicts)
+            and _relevance(back.get("relevance")) == result.relevance
         )
     except (TypeError, ValueError):
         return None

@@ -74,6 +74,7 @@ class StoredRun:
         m = self.manifest
         selection = m.get("selection") or {}
         parts = [str(o) for o in m.get("overrides") or []]
+        parts += [f"tier={selection['tier']}"] if selection.get("tier") else []
         parts += [f"tag={selection['tag']}"] if selection.get("tag") else []
         parts += [f"sample={selection['sample']}"] if selection.get("sample") else []
         parts += [str(p) for p in m.get("sweep") or [] if str(p) not in parts]

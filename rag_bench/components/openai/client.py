@@ -45,7 +45,7 @@ INSTALL = "pip install 'rag-bench[openai]'"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_BACKOFF_S = 30.0  # longest wait between two attempts, Retry-After included
 CACHE_FORMAT = 1
-UNTRUSTED_TAG = re.compile(r"<(/?\s*passages?)", re.IGNORECASE)
+UNTRUSTED_TAG = re.compile(r"<(/?\s*(?:passages?|answer))", re.IGNORECASE)
 
 
 class EndpointError(RagBenchError):
@@ -444,7 +444,8 @@ class EndpointComponent:
 
 
 def untrusted(text: str) -> str:
-    """Passage text made safe to put between ``<passage>`` tags: it cannot open or close one."""
+    """Text made safe to put between ``<passage>`` or ``<answer>`` tags: it cannot open or close
+    one."""
     return UNTRUSTED_TAG.sub(lambda m: "‹" + m.group(1), text)
 
 
