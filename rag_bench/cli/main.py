@@ -41,6 +41,7 @@ for command in (
     scoring.judge_agreement_command,
     run.run_command,
     registry.variants_command,
+    registry.components_command,
     registry.metrics_command,
     store.runs_command,
     store.show_command,
