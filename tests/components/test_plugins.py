@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -162,6 +163,7 @@ def test_a_broken_entry_point_is_one_warning_line_and_the_rest_works(
     assert 'shaky_fine,retriever,bm25,"k1=1.2' in out.stdout  # the same package's good variant
     assert "baseline,retriever,bm25" in out.stdout
     assert "shaky_dangling" not in out.stdout
+    assert 'method=lucene",shaky-plugin,\n' in out.stdout  # declares no description
     listing = cli(["components", "generator", "--format", "csv"], env)
     assert listing.returncode == 0 and "extractive" in listing.stdout
     assert "eager" not in listing.stdout and len(listing.stderr.splitlines()) == 1
@@ -199,6 +201,20 @@ def test_third_party_variant_is_listed_and_runs(third_party_plugin, rag_bench, t
     )
     assert out.exit_code == 0, out.stderr
     assert "all,bm25_title_first,30," in out.stdout
+
+
+def test_third_party_component_and_variant_are_listed_with_their_docs(
+    third_party_plugin, rag_bench
+):
+    rerankers = json.loads(rag_bench("components", "reranker", "--format", "json").stdout)
+    [mine] = [r for r in rerankers if r["component"] == "title_first"]
+    assert mine["origin"] == "my-components"
+    assert mine["params"] == [{"name": "top_n", "type": "int", "default": 20}]
+    source = readme_block("python", "# my_components.py")
+    assert f'"""{mine["description"]}"""' in source  # the docstring's first line
+    variants = json.loads(rag_bench("variants", "--format", "json").stdout)
+    described = {r["variant"]: r["description"] for r in variants}
+    assert described["bm25_title_first"] == "BM25, then the candidates with a matching title first"
 
 
 def test_third_party_component_satisfies_its_contract_and_is_prepared(third_party_plugin):
