@@ -100,8 +100,8 @@ def as_table(
 
 def _wrapped(rows: list[list[str]], columns: Sequence[str], width: int | None):
     """The rows with each cell of ``columns`` split at its newlines and, given a ``width``,
-    wrapped at spaces to its share of it; a cell's further lines go on rows of their own below
-    it, blank in the other columns."""
+    wrapped at spaces to its share of it (a wrapped line's continuation indented); a cell's
+    further lines go on rows of their own below it, blank in the other columns."""
     index = [rows[0].index(name) for name in columns]
     limits = _shares(rows, index, width) if width is not None else {}
     out = [rows[0]]
@@ -126,7 +126,8 @@ def _pieces(cell: str, limit: int | None) -> list[str]:
     return [
         piece
         for line in lines
-        for piece in textwrap.wrap(line, limit, break_on_hyphens=False) or [""]
+        for piece in textwrap.wrap(line, limit, subsequent_indent="  ", break_on_hyphens=False)
+        or [""]
     ]
 
 

@@ -74,7 +74,13 @@ def eval_command(qrels_path, run_path, metrics, complete, rel_level, per_query, 
     help="Also estimate this run's true supported-claim share (prediction-powered interval).",
 )
 @runs_dir_option()
-@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option(
+    "--alpha",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="1 - the confidence of the run's prediction-powered interval.",
+)
 @format_option(("table", "json"))
 def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha, fmt):
     """How well a judge agrees with the human claim labels of answers.jsonl."""
