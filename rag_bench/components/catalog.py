@@ -10,7 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rag_bench.components.params import type_label
-from rag_bench.components.registry import SLOT_KINDS, ComponentSpec, Registry, registry
+from rag_bench.components.registry import (
+    SLOT_KINDS,
+    ComponentSpec,
+    Registry,
+    first_line,
+    registry,
+)
 from rag_bench.errors import UnknownNameError
 
 if TYPE_CHECKING:
@@ -47,11 +53,7 @@ def _row(slot: str, spec: ComponentSpec) -> dict:
         "slot": slot,
         "component": spec.name,
         "params": params,
-        "description": spec.description or _first_line(spec.factory.__doc__),
+        "description": spec.description or first_line(spec.factory.__doc__),
         "requires": spec.requires,
         "origin": spec.origin,
     }
-
-
-def _first_line(doc: str | None) -> str:
-    return (doc or "").strip().split("\n")[0].strip()

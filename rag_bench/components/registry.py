@@ -74,11 +74,16 @@ def component(kind: str, name: str, *, description: str = "", requires: str | No
 
     def attach(cls):
         defaults, types = parameters(cls)
-        summary = description or (cls.__doc__ or "").strip().split("\n")[0]
+        summary = description or first_line(cls.__doc__)
         cls.spec = ComponentSpec(kind, name, cls, defaults, types, summary, requires)
         return cls
 
     return attach
+
+
+def first_line(doc: str | None) -> str:
+    """The first line of a docstring: what a component does, in a listing."""
+    return (doc or "").strip().split("\n")[0].strip()
 
 
 def _named(entry: metadata.EntryPoint) -> list[Any]:

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from rag_bench.components.base import Chunker
 from rag_bench.components.catalog import components
 from rag_bench.components.params import type_label
-from rag_bench.components.registry import SLOT_KINDS, registry
+from rag_bench.components.registry import SLOT_KINDS, ComponentSpec, Registry, registry
 from rag_bench.errors import UnknownNameError
 
 
@@ -60,3 +61,19 @@ def test_an_unknown_slot_lists_the_slots():
 )
 def test_a_type_reads_as_in_a_signature(declared, label):
     assert type_label(declared) == label
+
+
+def test_a_spec_without_a_description_is_described_by_its_docstring():
+    class Halves(Chunker):
+        """Two chunks per document.
+
+        The rest of the docstring is not listed."""
+
+        def chunk(self, doc):
+            return []
+
+    reg = Registry({}, {})
+    reg.add_component(ComponentSpec("chunker", "halves", Halves), "a-plugin")
+    [row] = components("chunker", reg).to_dict("records")
+    assert row["description"] == "Two chunks per document."
+    assert row["origin"] == "a-plugin" and row["params"] == []
