@@ -88,7 +88,7 @@ def test_variants_show_their_descriptions(rag_bench, monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")
     table = rag_bench("variants").stdout
     for name, spec in registry().variants.items():
-        assert spec.description, f"built-in variant {name} has no description"
+        assert spec.description or spec.origin != "rag-bench", f"{name} has no description"
         assert any(
             line.split()[:1] == [name] and spec.description in line for line in table.splitlines()
         ), name
