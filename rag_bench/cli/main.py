@@ -42,6 +42,7 @@ for command in (
     run.run_command,
     tiers.tiers_command,
     registry.variants_command,
+    registry.components_command,
     registry.metrics_command,
     store.runs_command,
     store.show_command,

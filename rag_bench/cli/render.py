@@ -63,13 +63,19 @@ def fit_line(text: str) -> str:
     return textwrap.fill(text, width=width, break_on_hyphens=False, subsequent_indent="  ")
 
 
-def as_table(frame: pd.DataFrame, digits: int = 4, drop: Sequence[str] = ()) -> str:
-    """Aligned text. Wider than the table width, it leaves out the columns of ``drop`` (in
-    that order) and then cuts the longest text cells with "…", and says which it hid."""
+def as_table(
+    frame: pd.DataFrame, digits: int = 4, drop: Sequence[str] = (), wrap: Sequence[str] = ()
+) -> str:
+    """Aligned text. The cells of the ``wrap`` columns continue on lines of their own below the
+    row (at their newlines, and at spaces to fit the table width). Still wider than the table
+    width, it leaves out the columns of ``drop`` (in that order) and then cuts the longest text
+    cells with "…", and says which it hid."""
     rows = _text_rows(frame, digits)
     right = _numeric(frame)
     width = table_width()
     hidden: list[str] = []
+    if wrap and len(rows) > 1:
+        rows = _wrapped(rows, [c for c in wrap if c in rows[0]], width)
     if width is not None:
         rows, right, hidden = _fit(rows, right, width, drop)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -90,6 +96,55 @@ def as_table(frame: pd.DataFrame, digits: int = 4, drop: Sequence[str] = ()) -> 
             )
         )
     return "\n".join(lines)
+
+
+def _wrapped(rows: list[list[str]], columns: Sequence[str], width: int | None):
+    """The rows with each cell of ``columns`` split at its newlines and, given a ``width``,
+    wrapped at spaces to its share of it (a wrapped line's continuation indented); a cell's
+    further lines go on rows of their own below it, blank in the other columns."""
+    index = [rows[0].index(name) for name in columns]
+    limits = _shares(rows, index, width) if width is not None else {}
+    out = [rows[0]]
+    for row in rows[1:]:
+        pieces = {i: _pieces(row[i], limits.get(i)) for i in index}
+        for n in range(max(len(p) for p in pieces.values())):
+            out.append(
+                [
+                    (pieces[i][n] if n < len(pieces[i]) else "")
+                    if i in pieces
+                    else (cell if n == 0 else "")
+                    for i, cell in enumerate(row)
+                ]
+            )
+    return out
+
+
+def _pieces(cell: str, limit: int | None) -> list[str]:
+    lines = cell.split("\n")
+    if limit is None:
+        return lines
+    return [
+        piece
+        for line in lines
+        for piece in textwrap.wrap(line, limit, subsequent_indent="  ", break_on_hyphens=False)
+        or [""]
+    ]
+
+
+def _shares(rows: list[list[str]], index: list[int], width: int) -> dict[int, int]:
+    """How wide each wrapped column may be: the room the other columns leave, shared evenly,
+    except that a column needing less than its share keeps its own width and leaves the rest
+    to the others; never narrower than its header or ``MIN_TEXT``."""
+    need = {i: max(len(line) for r in rows for line in r[i].split("\n")) for i in index}
+    others = [max(len(r[i]) for r in rows) for i in range(len(rows[0])) if i not in index]
+    room = width - sum(others) - 2 * (len(rows[0]) - 1)
+    limits = {}
+    pending = sorted(index, key=need.__getitem__)
+    while pending:
+        i = pending.pop(0)
+        limits[i] = max(MIN_TEXT, len(rows[0][i]), min(need[i], room // (len(pending) + 1)))
+        room -= limits[i]
+    return limits
 
 
 def _total(rows: list[list[str]]) -> int:
@@ -196,12 +251,19 @@ def head(chunks: Iterable[pd.DataFrame], limit: int) -> tuple[pd.DataFrame, int]
     return pd.concat(kept, ignore_index=True), left_out
 
 
-def render(frame: pd.DataFrame, fmt: str, digits: int = 4, drop: Sequence[str] = ()) -> str:
+def render(
+    frame: pd.DataFrame,
+    fmt: str,
+    digits: int = 4,
+    drop: Sequence[str] = (),
+    wrap: Sequence[str] = (),
+) -> str:
     """Render ``frame``; JSON is a list of row objects with NULL for missing values. A table
-    fits the terminal (see :func:`as_table`; ``drop``: the columns it may leave out, first
-    first); json, csv and markdown keep everything."""
+    fits the terminal (see :func:`as_table`; ``wrap``: the columns whose cells may take several
+    lines; ``drop``: the columns it may leave out, first first); json, csv and markdown keep
+    everything."""
     if fmt == "table":
-        return as_table(frame, digits, drop)
+        return as_table(frame, digits, drop, wrap)
     if fmt == "markdown":
         return as_markdown(frame, digits)
     if fmt == "csv":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rag_bench.cli.options import format_option, open_store, runs_dir_option
+from rag_bench.cli.options import FORMATS, format_option, open_store, runs_dir_option
 
 
 @click.command("eval")
@@ -38,7 +38,7 @@ from rag_bench.cli.options import format_option, open_store, runs_dir_option
     help="Lowest grade that counts as relevant (trec_eval -l).",
 )
 @click.option("--per-query", is_flag=True, help="Also print every query's values.")
-@format_option()
+@format_option(FORMATS)
 def eval_command(qrels_path, run_path, metrics, complete, rel_level, per_query, fmt):
     """Score a TREC run against qrels exactly as trec_eval does."""
     from rag_bench.cli.views import evaluation_output
@@ -74,7 +74,13 @@ def eval_command(qrels_path, run_path, metrics, complete, rel_level, per_query, 
     help="Also estimate this run's true supported-claim share (prediction-powered interval).",
 )
 @runs_dir_option()
-@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option(
+    "--alpha",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="1 - the confidence of the run's prediction-powered interval.",
+)
 @format_option(("table", "json"))
 def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha, fmt):
     """How well a judge agrees with the human claim labels of answers.jsonl."""

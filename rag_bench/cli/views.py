@@ -31,7 +31,7 @@ def evaluation_output(result: RankingEvaluation, fmt: str, per_query: bool = Fal
             payload["per_query"] = as_records(result.per_query)
         return to_json(payload)
     text = render(evaluation_table(result, per_query), fmt)
-    if fmt == "table":
+    if fmt in ("table", "markdown"):
         text += f"\n\nqueries evaluated: {result.n_queries}"
     return text
 
@@ -50,7 +50,8 @@ def run_summary(results, fmt: str) -> str:
 
 
 def variants_table(variants: dict) -> pd.DataFrame:
-    """One row per variant slot: the component, its resolved parameters, and the origin."""
+    """One row per variant slot: the component, its resolved parameters, the variant's origin
+    and its one-line description (empty when it declares none)."""
     rows = []
     for name, (spec, resolved) in variants.items():
         for slot, config in resolved.items():
@@ -62,9 +63,50 @@ def variants_table(variants: dict) -> pd.DataFrame:
                     "component": config["name"],
                     "params": params,
                     "origin": spec.origin,
+                    "description": spec.description,
                 }
             )
     return pd.DataFrame(rows)
+
+
+def variants_output(table: pd.DataFrame, fmt: str) -> str:
+    """json and csv: every row as it is. As text (table, markdown), the variants with their
+    description and origin once each, then their slots."""
+    if fmt in ("json", "csv"):
+        return render(table, fmt)
+    about = table.drop_duplicates("variant")[["variant", "description", "origin"]]
+    slots = table.drop(columns=["origin", "description"])
+    return render(about, fmt, wrap=("description",)) + "\n\n" + render(slots, fmt, wrap=("params",))
+
+
+def components_output(table: pd.DataFrame, fmt: str) -> str:
+    """The component catalogue: json keeps each parameter's name, type and default apart; as
+    text each parameter reads as in a signature (``k1: float = 1.5``), one a line in a table,
+    where the ``pip install`` an optional backend needs follows the description."""
+    if fmt == "json":
+        plain = [[{**p, "default": _plain(p["default"])} for p in ps] for ps in table["params"]]
+        return to_json(as_records(table.assign(params=plain)))
+    joiner = "\n" if fmt == "table" else "; "
+    signatures = [
+        joiner.join(f"{p['name']}: {p['type']} = {p['default']!r}" for p in ps)
+        for ps in table["params"]
+    ]
+    text = table.assign(params=signatures)
+    if fmt != "table":
+        return render(text, fmt)
+    needs = [f"\nneeds: {r}" if isinstance(r, str) else "" for r in text["requires"]]
+    text = text.assign(description=text["description"] + needs).drop(columns=["requires"])
+    return render(text, fmt, wrap=("params", "description"))
+
+
+def _plain(value: object) -> object:
+    """A parameter's default as JSON holds it: scalars and sequences as they are, anything
+    else by its repr."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return repr(value)
 
 
 def agreement_output(report: dict, fmt: str) -> str:

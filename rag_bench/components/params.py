@@ -142,3 +142,16 @@ def _type_name(declared: Any) -> str:
         return f"a sequence of {getattr(args[0], '__name__', 'values') if args else 'values'}"
     name = getattr(declared, "__name__", str(declared))
     return {"int": "an int", "float": "a finite float"}.get(name, f"a {name}")
+
+
+def type_label(declared: Any) -> str:
+    """A declared type as it reads in a signature: ``int``, ``Sequence[float]``, ``int | None``."""
+    args = typing.get_args(declared)
+    origin = typing.get_origin(declared)
+    if origin in (typing.Union, pytypes.UnionType):
+        return " | ".join("None" if a is type(None) else type_label(a) for a in args)
+    if origin is not None:
+        inner = ", ".join("..." if a is Ellipsis else type_label(a) for a in args)
+        name = getattr(origin, "__name__", str(origin))
+        return f"{name}[{inner}]" if inner else name
+    return getattr(declared, "__name__", str(declared).replace("typing.", ""))

@@ -9,6 +9,7 @@ error message is read from these registries.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -21,6 +22,9 @@ from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 
 COMPONENT_GROUP = "rag_bench.components"
 VARIANT_GROUP = "rag_bench.variants"
+PROBLEM_CHARS = 120  # a skipped entry point's problem, cut to keep its warning on one line
+
+log = logging.getLogger(__name__)
 
 # A variant fills slots; each slot holds one component of a kind.
 SLOT_KINDS = {
@@ -70,24 +74,59 @@ def component(kind: str, name: str, *, description: str = "", requires: str | No
 
     def attach(cls):
         defaults, types = parameters(cls)
-        summary = description or (cls.__doc__ or "").strip().split("\n")[0]
+        summary = description or first_line(cls.__doc__)
         cls.spec = ComponentSpec(kind, name, cls, defaults, types, summary, requires)
         return cls
 
     return attach
 
 
-def _entries(group: str) -> Iterable[tuple[Any, str]]:
-    """(spec, package) of everything a group's entry points name: a spec, a component class
-    (its ``.spec``), a list of them, or a function returning one of those."""
+def first_line(doc: str | None) -> str:
+    """The first line of a docstring: what a component does, in a listing."""
+    return (doc or "").strip().split("\n")[0].strip()
+
+
+def _named(entry: metadata.EntryPoint) -> list[Any]:
+    """What an entry point names, as a list: a spec, a component class, a list of them, or the
+    list a function returns."""
+    loaded = entry.load()
+    items = loaded() if callable(loaded) and not isinstance(loaded, type) else loaded
+    return list(items) if isinstance(items, (list, tuple)) else [items]
+
+
+def _entries(group: str) -> Iterable[tuple[Any, metadata.EntryPoint]]:
+    """(item, entry point) of everything a group's entry points name. An entry point that fails
+    to load is skipped with one warning line, so one broken package leaves the rest usable."""
     for entry in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
-        origin = entry.dist.name if entry.dist is not None else entry.name
-        loaded = entry.load()
-        items = loaded() if callable(loaded) and not isinstance(loaded, type) else loaded
-        if not isinstance(items, (list, tuple)):
-            items = [items]
+        try:
+            items = _named(entry)
+        except Exception as error:  # a third party's import may fail in any way at all
+            _skip(entry, f"{type(error).__name__}: {error}")
+            continue
         for item in items:
-            yield (item.spec if isinstance(item, type) else item), origin
+            yield item, entry
+
+
+def _origin(entry: metadata.EntryPoint) -> str:
+    return entry.dist.name if entry.dist is not None else entry.name
+
+
+def _skip(entry: metadata.EntryPoint, problem: str) -> None:
+    """One warning line on stderr naming the distribution, the entry point and what is wrong
+    (the problem's first line, cut to a few words)."""
+    first = " ".join(problem.strip().splitlines()[:1]).strip() or "no message"
+    if len(first) > PROBLEM_CHARS:
+        first = first[: PROBLEM_CHARS - 1] + "…"
+    version = f" {entry.dist.version}" if entry.dist is not None else ""
+    log.warning(
+        "warning: plugin %s%s: entry point '%s = %s' (%s) skipped: %s",
+        _origin(entry),
+        version,
+        entry.name,
+        entry.value,
+        entry.group,
+        first,
+    )
 
 
 @dataclass
@@ -120,13 +159,38 @@ class Registry:
 
 @cache
 def registry() -> Registry:
-    """All components and variants from installed packages, built-ins included."""
+    """All components and variants from installed packages, built-ins included. Loaded once per
+    process: an entry point that cannot be used is skipped with one warning line, and so is a
+    variant that names a component or parameter no package provides."""
     found = Registry({}, {})
-    for spec, origin in _entries(COMPONENT_GROUP):
-        found.add_component(spec, origin)
-    for spec, origin in _entries(VARIANT_GROUP):
-        found.add_variant(spec, origin)
+    for item, entry in _entries(COMPONENT_GROUP):
+        spec = getattr(item, "spec", None) if isinstance(item, type) else item
+        if not isinstance(spec, ComponentSpec):
+            _skip(entry, f"it names {_kind_of(item)}, not a @component class or ComponentSpec")
+            continue
+        try:
+            found.add_component(spec, _origin(entry))
+        except RagBenchError as error:
+            _skip(entry, str(error))
+    for item, entry in _entries(VARIANT_GROUP):
+        if not isinstance(item, VariantSpec):
+            _skip(entry, f"it names {_kind_of(item)}, not a VariantSpec")
+            continue
+        try:
+            resolve(item, (), found)
+        except RagBenchError as error:
+            _skip(entry, f"variant {item.name!r}: {error}")
+            continue
+        found.add_variant(item, _origin(entry))
     return found
+
+
+def _kind_of(item: Any) -> str:
+    """What a wrongly registered object is, in a few words: ``class Foo``, ``a value of type
+    int``."""
+    if isinstance(item, type):
+        return f"class {item.__qualname__}"
+    return f"a value of type {type(item).__name__}"
 
 
 # --- resolving a variant's parameters ----------------------------------------------------

@@ -42,6 +42,20 @@ def test_json_output_with_per_query(rag_bench):
     assert len(payload["per_query"]) == 2 * 5
 
 
+def test_markdown_output_carries_the_means_and_the_per_query_rows(rag_bench):
+    args = ["eval", "--qrels", QRELS, "--run", RUN, "--metrics", "ndcg@10,mrr"]
+    means = json.loads(rag_bench(*args, "--format", "json").stdout)["means"]
+    out = rag_bench(*args, "--format", "markdown")
+    assert out.exit_code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["| metric | value |", "| --- | ---: |"]
+    assert lines[2:4] == [f"| {m} | {v:.4f} |" for m, v in means.items()]
+    assert "queries evaluated: 5" in out.stdout
+    per_query = rag_bench(*args, "--format", "markdown", "--per-query").stdout.splitlines()
+    assert per_query[0] == "| query_id | ndcg@10 | mrr |"
+    assert per_query[-3] == f"| all | {means['ndcg@10']:.4f} | {means['mrr']:.4f} |"
+
+
 def test_complete_counts_missing_query(rag_bench):
     out = rag_bench(
         "eval",

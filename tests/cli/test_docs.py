@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 
+import click
 import pytest
 
 from conftest import EXAMPLE, ROOT
@@ -19,6 +20,12 @@ def test_every_command_has_help_and_is_in_the_readme(rag_bench, command):
     out = rag_bench(command, "--help")
     assert out.exit_code == 0 and "Usage:" in out.stdout
     assert f"rag-bench {command}" in README
+
+
+def test_every_option_of_eval_judge_agreement_and_the_listings_has_help():
+    for name in ("eval", "judge-agreement", "components", "variants"):
+        for option in cli.commands[name].params:
+            assert not isinstance(option, click.Option) or option.help, (name, option.opts)
 
 
 def test_every_builtin_variant_is_documented():

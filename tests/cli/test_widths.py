@@ -52,6 +52,17 @@ def test_tables_fit_120_columns(rag_bench, runs, monkeypatch, command):
     assert len(widest) <= 120, widest
 
 
+@pytest.mark.parametrize(
+    "command", [["components"], ["components", "generator"], ["variants"]], ids=" ".join
+)
+def test_listings_fit_120_columns(rag_bench, monkeypatch, command):
+    monkeypatch.setenv("COLUMNS", "120")
+    out = rag_bench(*command)
+    assert out.exit_code == 0, out.stderr
+    widest = max(out.stdout.splitlines(), key=len)
+    assert len(widest) <= 120, widest
+
+
 def test_eval_fits_120_columns(rag_bench, monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")
     out = rag_bench(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 import sys
 
 import pytest
+from processes import COMMAND
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
 from rag_bench.components.base import Capability, declared
@@ -67,14 +71,20 @@ def entry_points_txt(pyproject: str) -> str:
     )
 
 
-def install(folder, monkeypatch, module: str, source: str, entry_points: str) -> None:
-    """A package ``module`` (one module) with its entry points, importable from ``folder``."""
+def distribute(folder, module: str, source: str, entry_points: str) -> None:
+    """An installed distribution in ``folder`` (a ``*.dist-info`` beside one module), as pip
+    would leave it; importable once ``folder`` is on the path."""
     (folder / f"{module}.py").write_text(source)
     info = folder / f"{module}-0.1.dist-info"
     info.mkdir()
     name = module.replace("_", "-")
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(entry_points)
+
+
+def install(folder, monkeypatch, module: str, source: str, entry_points: str) -> None:
+    """A package ``module`` (one module) with its entry points, importable from ``folder``."""
+    distribute(folder, module, source, entry_points)
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.delitem(sys.modules, module, raising=False)
 
@@ -91,29 +101,85 @@ def third_party_plugin(tmp_path, monkeypatch):
     sys.modules.pop("my_components", None)
 
 
-BROKEN = """
+SHAKY = """
 from rag_bench.components.base import Capability, Generator
-from rag_bench.components.registry import component
+from rag_bench.components.registry import VariantSpec, component
 
 
 @component("generator", "eager")
 class Eager(Generator):
-    capabilities = frozenset({Capability.BATCH})
+    capabilities = frozenset({Capability.BATCH})  # without generate_all
 
     def generate(self, query, context):
         raise NotImplementedError
+
+
+NOT_A_COMPONENT = "extractive"
+
+fine = VariantSpec(
+    "shaky_fine",
+    {"chunker": {"name": "fixed"}, "retriever": {"name": "bm25", "k1": 1.2},
+     "generator": {"name": "extractive"}},
+)
+dangling = VariantSpec("shaky_dangling", {"generator": {"name": "eager"}})
 """
 
+# (entry-point group, entry point, what its warning says)
+BREAKAGES = [
+    ("components", "shaky_plugin_missing:Thing", "ModuleNotFoundError: No module named 'shaky_p"),
+    ("components", "shaky_plugin:Nothing", "AttributeError: module 'shaky_plugin' has no"),
+    ("components", "shaky_plugin:NOT_A_COMPONENT", "it names a value of type str, not a"),
+    ("components", "shaky_plugin:Eager", "generator 'Eager' breaks the Generator contract: BATCH"),
+    ("variants", "shaky_plugin:dangling", "variant 'shaky_dangling': unknown generator 'eager'"),
+]
 
-def test_a_plugin_breaking_its_contract_is_a_one_line_error(tmp_path, monkeypatch, rag_bench):
-    entry_points = "[rag_bench.components]\nx = eager_plugin:Eager\n"
-    install(tmp_path, monkeypatch, "eager_plugin", BROKEN, entry_points)
-    registry.cache_clear()
-    try:
-        out = rag_bench("variants")
-    finally:
-        registry.cache_clear()
-    assert_one_line_error(out, "generator 'Eager'", "BATCH: no generate_all", "base.Generator")
+
+def shaky_environment(folder, group: str, broken: str) -> dict[str, str]:
+    """The environment of a child process in which the distribution ``shaky-plugin`` is
+    installed: the entry point ``broken`` of ``group`` beside a working variant."""
+    entry_points = {"components": "", "variants": "fine = shaky_plugin:fine\n"}
+    entry_points[group] += f"broken = {broken}\n"
+    text = "".join(f"[rag_bench.{g}]\n{lines}\n" for g, lines in entry_points.items() if lines)
+    distribute(folder, "shaky_plugin", SHAKY, text)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return {**env, "PYTHONPATH": str(folder), "COLUMNS": "120"}
+
+
+def cli(args, env) -> subprocess.CompletedProcess:
+    return subprocess.run([*COMMAND, *map(str, args)], env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(("group", "broken", "problem"), BREAKAGES, ids=[b[1] for b in BREAKAGES])
+def test_a_broken_entry_point_is_one_warning_line_and_the_rest_works(
+    tmp_path, group, broken, problem
+):
+    env = shaky_environment(tmp_path, group, broken)
+    out = cli(["variants", "--format", "csv"], env)
+    assert out.returncode == 0, out.stderr
+    [line] = out.stderr.splitlines()
+    assert line.startswith(f"warning: plugin shaky-plugin 0.1: entry point 'broken = {broken}'")
+    assert f"(rag_bench.{group}) skipped: {problem}" in line, line
+    assert "Traceback" not in out.stderr
+    assert 'shaky_fine,retriever,bm25,"k1=1.2' in out.stdout  # the same package's good variant
+    assert "baseline,retriever,bm25" in out.stdout
+    assert "shaky_dangling" not in out.stdout
+    assert 'method=lucene",shaky-plugin,\n' in out.stdout  # declares no description
+    listing = cli(["components", "generator", "--format", "csv"], env)
+    assert listing.returncode == 0 and "extractive" in listing.stdout
+    assert "eager" not in listing.stdout and len(listing.stderr.splitlines()) == 1
+
+
+def test_the_warning_comes_once_per_process_and_runs_still_work(tmp_path):
+    env = shaky_environment(tmp_path, "components", "shaky_plugin:Eager")
+    runs = tmp_path / "runs"
+    args = ["--dataset", SHIPPED, "--runs-dir", runs, "--tag", "smoke", "--format", "csv"]
+    out = cli(["run", "--variant", "shaky_fine,baseline", *args], env)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("warning: plugin shaky-plugin") == 1, out.stderr
+    assert "all,shaky_fine,30," in out.stdout and "all,baseline,30," in out.stdout
+    unknown = cli(["run", "--variant", "shaky_dangling", *args], env)
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert unknown.stderr.splitlines()[-1].startswith("error: unknown variant 'shaky_dangling'")
 
 
 def test_third_party_variant_is_listed_and_runs(third_party_plugin, rag_bench, tmp_path):
@@ -135,6 +201,20 @@ def test_third_party_variant_is_listed_and_runs(third_party_plugin, rag_bench, t
     )
     assert out.exit_code == 0, out.stderr
     assert "all,bm25_title_first,30," in out.stdout
+
+
+def test_third_party_component_and_variant_are_listed_with_their_docs(
+    third_party_plugin, rag_bench
+):
+    rerankers = json.loads(rag_bench("components", "reranker", "--format", "json").stdout)
+    [mine] = [r for r in rerankers if r["component"] == "title_first"]
+    assert mine["origin"] == "my-components"
+    assert mine["params"] == [{"name": "top_n", "type": "int", "default": 20}]
+    source = readme_block("python", "# my_components.py")
+    assert f'"""{mine["description"]}"""' in source  # the docstring's first line
+    variants = json.loads(rag_bench("variants", "--format", "json").stdout)
+    described = {r["variant"]: r["description"] for r in variants}
+    assert described["bm25_title_first"] == "BM25, then the candidates with a matching title first"
 
 
 def test_third_party_component_satisfies_its_contract_and_is_prepared(third_party_plugin):

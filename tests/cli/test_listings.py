@@ -1,0 +1,125 @@
+"""`rag-bench components` and `variants`: what is registered, in every format, and tables that
+wrap long cells rather than lose them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+
+from conftest import assert_one_line_error
+from rag_bench.cli.render import WIDE, as_table
+from rag_bench.components.catalog import components
+from rag_bench.components.registry import SLOT_KINDS, registry
+
+
+def cells(table: str) -> list[dict[str, str]]:
+    """The rows of an aligned table, cut into its columns where the rule under the header
+    has its dashes."""
+    header, rule, *body = table.splitlines()
+    spans, start = [], 0
+    for dashes in rule.split("  "):
+        spans.append((start, start + len(dashes)))
+        start += len(dashes) + 2
+    names = [header[a:b].strip() for a, b in spans]
+    return [{n: line[a:b].strip() for n, (a, b) in zip(names, spans)} for line in body if line]
+
+
+def grouped(rows: list[dict[str, str]], key: str) -> dict[str, dict[str, list[str]]]:
+    """The lines of each table row and its continuation rows (a blank ``key``), by column."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    current = ""
+    for row in rows:
+        current = row[key] or current
+        for column, text in row.items():
+            groups.setdefault(current, {}).setdefault(column, []).append(text)
+    return groups
+
+
+def test_components_table_shows_every_parameter_of_the_slot(rag_bench, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    out = rag_bench("components", "encoder")
+    assert out.exit_code == 0, out.stderr
+    assert max(len(line) for line in out.stdout.splitlines()) <= 120
+    shown = grouped(cells(out.stdout), "component")
+    assert list(shown) == list(components("encoder")["component"])
+    for row in components("encoder").itertuples():
+        params = shown[row.component]["params"]
+        signatures = [f"{p['name']}: {p['type']} = {p['default']!r}" for p in row.params]
+        starts = [line.split(":")[0] for line in params if re.match(r"\w+: ", line)]
+        assert starts == [p["name"] for p in row.params]  # one parameter a line, in order
+        squeezed = "".join("".join(params).split())  # a long word may break anywhere
+        assert squeezed == "".join("".join(signatures).split())
+        needs = f" needs: {row.requires}" if isinstance(row.requires, str) else ""
+        assert " ".join(shown[row.component]["description"]).strip() == row.description + needs
+        assert shown[row.component]["origin"][0] == row.origin
+
+
+def test_components_json_keeps_everything(rag_bench):
+    listed = json.loads(rag_bench("components", "--format", "json").stdout)
+    expected = components()
+    assert [r["component"] for r in listed] == list(expected["component"])
+    for row, spec in zip(listed, expected.itertuples()):
+        assert row["description"] == spec.description and row["origin"] == spec.origin
+        assert [p["name"] for p in row["params"]] == [p["name"] for p in spec.params]
+    fusion = {r["component"]: r for r in listed if r["slot"] == "fusion"}
+    assert fusion["weighted"]["params"][0] == {
+        "name": "weights",
+        "type": "Sequence[float]",
+        "default": list(registry().component("fuser", "weighted").params["weights"]),
+    }
+
+
+def test_components_csv_and_markdown_put_a_component_on_one_line(rag_bench):
+    csv = rag_bench("components", "fusion", "--format", "csv").stdout.splitlines()
+    assert csv[0] == "slot,component,params,description,requires,origin"
+    assert csv[1].startswith("fusion,rrf,k: int = 60; weights: Sequence[float] = (),")
+    markdown = rag_bench("components", "fusion", "--format", "markdown").stdout.splitlines()
+    assert len(markdown) == 2 + len(components("fusion"))
+
+
+def test_an_unknown_slot_is_one_line_naming_the_slots(rag_bench):
+    out = rag_bench("components", "retreiver")
+    assert_one_line_error(out, "unknown slot 'retreiver'", *SLOT_KINDS)
+
+
+def test_variants_show_their_descriptions(rag_bench, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    table = rag_bench("variants").stdout
+    for name, spec in registry().variants.items():
+        assert spec.description or spec.origin != "rag-bench", f"{name} has no description"
+        assert any(
+            line.split()[:1] == [name] and spec.description in line for line in table.splitlines()
+        ), name
+    rows = json.loads(rag_bench("variants", "--format", "json").stdout)
+    assert {r["variant"]: r["description"] for r in rows} == {
+        name: spec.description for name, spec in registry().variants.items()
+    }
+
+
+def test_a_wrapped_column_continues_on_rows_of_its_own(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    words = " ".join(f"w{i}x" for i in range(40))
+    frame = pd.DataFrame({"name": ["a", "b"], "text": [words, "one\ntwo"], "n": [1, 2]})
+    table = as_table(frame, wrap=("text",))
+    assert max(len(line) for line in table.splitlines()) <= 60
+    rows = cells(table)
+    assert [r["name"] for r in rows if r["name"]] == ["a", "b"]
+    assert [r["n"] for r in rows if r["n"]] == ["1", "2"]
+    shown = grouped(rows, "name")
+    assert " ".join(shown["a"]["text"]) == words and len(shown["a"]["text"]) > 1
+    assert shown["a"]["n"][1:] == [""] * (len(shown["a"]["text"]) - 1)
+    assert shown["b"]["text"] == ["one", "two"]
+
+
+def test_under_wide_a_wrapped_column_splits_at_newlines_only(monkeypatch):
+    import click
+
+    monkeypatch.setenv("COLUMNS", "60")
+    words = " ".join(f"w{i}x" for i in range(40))
+    frame = pd.DataFrame({"name": ["a", "b"], "text": [words, "one\ntwo"]})
+    with click.Context(click.Command("x")) as context:
+        context.meta[WIDE] = True
+        rows = cells(as_table(frame, wrap=("text",)))
+    assert [r["text"] for r in rows] == [words, "one", "two"]
