@@ -6,6 +6,7 @@ import click
 
 from rag_bench.cli.options import (
     FORMATS,
+    WHOLE,
     UserMistake,
     cutoffs,
     format_option,
@@ -41,7 +42,7 @@ from rag_bench.pipeline.executors import EXECUTORS
 @runs_dir_option()
 @click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
 @click.option(
-    "--depth", type=int, default=100, show_default=True, help="Candidates kept per retriever."
+    "--depth", type=WHOLE, default=100, show_default=True, help="Candidates kept per retriever."
 )
 @click.option(
     "--set",
@@ -62,8 +63,8 @@ from rag_bench.pipeline.executors import EXECUTORS
 @click.option("--name", default=None, help="Name the run: the name works wherever a run id does.")
 @click.option("--note", default=None, help="A note kept in the run's manifest.")
 @click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
-@click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
+@click.option("--sample", type=WHOLE, default=None, help="Run a seeded random subset of N queries.")
+@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed for --sample.")
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
 @click.option(
     "--executor",
@@ -79,7 +80,7 @@ from rag_bench.pipeline.executors import EXECUTORS
 )
 @click.option(
     "--workers",
-    type=int,
+    type=WHOLE,
     default=None,
     help="Local: threads (default 1). Ray without --address: CPUs of the local instance.",
 )
@@ -196,11 +197,10 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
         )
         _stored(result, results)
         return
-    if not variants:
-        raise UserMistake(
-            UsageError("no --variant given", "e.g. --variant baseline, or --resume RUN_ID")
-        )
-    names = split_list(variants)
+    names = split_list(variants or "")
+    if not names:
+        given = f"--variant {variants!r} names no variant" if variants else "no --variant given"
+        raise UserMistake(UsageError(given, "e.g. --variant baseline, or --resume RUN_ID"))
     if variants.strip() == "all":  # every variant that needs nothing but the dataset
         names = [n for n, spec in registry().variants.items() if spec.service is None]
     for name in names:

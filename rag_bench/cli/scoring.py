@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rag_bench.cli.options import format_option, open_store, runs_dir_option
+from rag_bench.cli.options import REAL, WHOLE, format_option, open_store, runs_dir_option
 
 
 @click.command("eval")
@@ -32,7 +32,7 @@ from rag_bench.cli.options import format_option, open_store, runs_dir_option
 )
 @click.option(
     "--rel-level",
-    type=int,
+    type=WHOLE,
     default=1,
     show_default=True,
     help="Lowest grade that counts as relevant (trec_eval -l).",
@@ -74,7 +74,7 @@ def eval_command(qrels_path, run_path, metrics, complete, rel_level, per_query, 
     help="Also estimate this run's true supported-claim share (prediction-powered interval).",
 )
 @runs_dir_option()
-@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option("--alpha", type=REAL, default=0.05, show_default=True)
 @format_option(("table", "json"))
 def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha, fmt):
     """How well a judge agrees with the human claim labels of answers.jsonl."""

@@ -159,6 +159,11 @@ def _sql_errors(allow_files: bool) -> Iterator[None]:
 
     try:
         yield
+    except RuntimeError as exc:
+        # Ctrl-C inside DuckDB: it stops the query and raises this in place of the interrupt
+        if str(exc) == "Query interrupted":
+            raise KeyboardInterrupt from None
+        raise
     except duckdb.Error as exc:
         hint = (
             "the query may read only the views; pass --allow-files to read other files "
