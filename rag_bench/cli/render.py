@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import decimal
 import json
 import math
 import os
@@ -151,6 +152,8 @@ def _json_value(value: object) -> object:
         return value
     if isinstance(value, np.generic):  # numpy scalars
         return _json_value(value.item())
+    if isinstance(value, decimal.Decimal):  # a DECIMAL inside a list or struct
+        return float(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, datetime.timedelta):
