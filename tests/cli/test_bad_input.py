@@ -27,7 +27,7 @@ import pytest
 from processes import Process
 from runs_helpers import copy_run, fingerprint, locate, manifest_file, table_file
 
-from conftest import EXAMPLE, SHIPPED
+from conftest import EXAMPLE, ROOT, SHIPPED
 from rag_bench.experiment.runner import Selection, run_variant
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -148,7 +148,8 @@ class Case:
     def command(self) -> str:
         shown = {"runs": "runs", "data": "data", "folder": "."}
         shown |= {"good": "RUN", "twin": "RUN2", "other": "RUN_OTHER", "bad": "RUN_BAD"}
-        return "rag-bench " + shlex.join(a.format(**shown) for a in self.args)
+        args = (a.format(**shown).replace(f"{ROOT}/", "") for a in self.args)
+        return "rag-bench " + shlex.join(args)
 
 
 def case(name, *args, code=2, said="error", **options) -> Case:
@@ -505,16 +506,19 @@ def _state(folder: Path) -> str:
     return fingerprint(folder, mtimes=True)
 
 
-def _record(index: int, case: Case, out) -> None:
-    """The case's row of the closing note's table, when asked for."""
+def _record(index: int, case: Case, out, folder: Path) -> None:
+    """The case's row of the closing note's table (paths relative to the test's folder), when
+    asked for; ``000.md`` is the table's header."""
     target = os.environ.get("RAG_BENCH_CASES_TABLE")
     if not target:
         return
-    message = (out.stderr.strip().splitlines() or ["(none)"])[0].replace("|", "\\|")
-    command = case.command.replace("|", "\\|")
-    row = f"| {case.name} | `{command}` | {out.exit_code} | {message} |\n"
+    message = (out.stderr.strip().splitlines() or ["(none)"])[0].replace(f"{folder}/", "")
+    cells = [case.name, f"`{case.command}`", str(out.exit_code), message]
     Path(target).mkdir(parents=True, exist_ok=True)
-    (Path(target) / f"{index:03d}.md").write_text(row)
+    header = "| case | command | exit code | message |\n|---|---|---|---|\n"
+    (Path(target) / "000.md").write_text(header)
+    row = "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |\n"
+    (Path(target) / f"{index + 1:03d}.md").write_text(row)
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
@@ -529,7 +533,7 @@ def test_bad_input(store, tmp_path, monkeypatch, rag_bench, index):
     names = {**ids, "runs": runs, "data": tmp_path / "data", "folder": tmp_path}
     before = _state(tmp_path)
     out = rag_bench(*(a.format(**names) for a in case.args))
-    _record(index, case, out)
+    _record(index, case, out, tmp_path)
     assert "Traceback" not in out.stdout + out.stderr
     assert out.exit_code == case.code, out.stderr
     lines = out.stderr.strip().splitlines()
