@@ -170,6 +170,10 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
 
     p = ctx.params
     variants, overrides = p["variants"], p["overrides"]
+    if variants is not None and not split_list(variants):
+        raise UserMistake(
+            UsageError(f"--variant {variants!r} names no variant", "e.g. --variant baseline")
+        )
     if p["judge"]:
         overrides = (*overrides, f"judge.name={p['judge']}")
     if p["resume"]:
@@ -197,10 +201,11 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
         )
         _stored(result, results)
         return
-    names = split_list(variants or "")
-    if not names:
-        given = f"--variant {variants!r} names no variant" if variants else "no --variant given"
-        raise UserMistake(UsageError(given, "e.g. --variant baseline, or --resume RUN_ID"))
+    if not variants:
+        raise UserMistake(
+            UsageError("no --variant given", "e.g. --variant baseline, or --resume RUN_ID")
+        )
+    names = split_list(variants)
     if variants.strip() == "all":  # every variant that needs nothing but the dataset
         names = [n for n, spec in registry().variants.items() if spec.service is None]
     for name in names:

@@ -186,7 +186,7 @@ EVERY_TYPE = (
 
 CASES = [
     # Tracebacks before issue 20
-    case("--variant ','", *RUN[:2], ",", *SMOKE, ["--variant ',' names no variant", "baseline"]),
+    case("--variant ','", *RUN[:2], ",", *SMOKE, ["--variant ',' names no variant", "e.g. --var"]),
     case("compare --resamples 0", *PAIR, "--resamples", "0", ["--resamples 0", "[1, 1,000,000]"]),
     case("compare --resamples -5", *PAIR, "--resamples", "-5", ["--resamples -5", "[1, 1,000,"]),
     case(
@@ -497,7 +497,18 @@ CASES = [
         *SMOKE,
         ["generator.context_k = 0 is out of range", "whole number in [1, ∞)"],
     ),
-    case("--variant ''", *RUN[:2], "", *SMOKE, ["no --variant given"]),
+    case("--variant ''", *RUN[:2], "", *SMOKE, ["--variant '' names no variant"]),
+    case(
+        "--resume with --variant ','",
+        "run",
+        "--resume",
+        "x",
+        "--variant",
+        ",",
+        "--runs-dir",
+        "{runs}",
+        ["--variant ',' names no variant"],
+    ),
 ]
 
 
