@@ -78,11 +78,15 @@ def copy_run(run: RunLocation, runs: Path, new_id: str | None = None, **manifest
     return target
 
 
-def fingerprint(folder: Path) -> str:
-    """A hash of every path and file under ``folder``: equal exactly when nothing changed."""
+def fingerprint(folder: Path, mtimes: bool = False) -> str:
+    """A hash of every path and file under ``folder`` (and, with ``mtimes``, of every file's
+    modification time, so that a file rewritten with the same bytes counts as changed): equal
+    exactly when nothing changed."""
     digest = hashlib.sha256()
     for path in sorted(folder.rglob("*")):
         digest.update(str(path.relative_to(folder)).encode())
         if path.is_file():
             digest.update(path.read_bytes())
+            if mtimes:
+                digest.update(str(path.stat().st_mtime_ns).encode())
     return digest.hexdigest()

@@ -58,14 +58,20 @@ def _runs(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list[St
             f"run {ids[0] if ids.count(ids[0]) > 1 else ids[1]} is compared with itself",
             "name two different runs",
         )
-    shas = {r.dataset_sha256 for r in runs}
-    if len(shas) > 1 and not allow_mismatch:
+    if not allow_mismatch:
+        same_dataset(runs)
+    return runs
+
+
+def same_dataset(runs: Sequence[StoredRun]) -> None:
+    """Refuse runs made on different datasets: pairing their query ids would compare unrelated
+    queries (or none at all) without a word."""
+    if len({r.dataset_sha256 for r in runs}) > 1:
         names = ", ".join(f"{r.run_id} ({r.manifest.get('dataset', {}).get('name')})" for r in runs)
         raise RagBenchError(
             f"the runs were made on different datasets: {names}",
             "pass --allow-mismatch to pair the shared query ids anyway",
         )
-    return runs
 
 
 def _load(
@@ -178,6 +184,9 @@ def compare(
         raise UnknownNameError("test", test, list(TESTS))
     check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
     check_number("resamples", resamples, 1, MAX_RESAMPLES, whole=True)
+    check_number("seed", seed, 0, whole=True)
+    if mde is not None:
+        check_number("mde", mde, 0, open_low=True)
     store = open_runs(runs_dir)
     runs = _runs(store, refs, allow_mismatch)
     values, queries, chosen = _load(store, runs, metrics)
@@ -246,8 +255,6 @@ def compare(
         "significant",
     ]
     if mde is not None:
-        if not (np.isfinite(mde) and mde > 0):
-            raise UsageError(f"mde {mde} is not a positive delta", "e.g. mde=0.02")
         table["n_needed"] = [queries_needed(b - a, mde, alpha) for a, b in compared]
         columns.append("n_needed")
     return Comparison(table[columns], n_paired, test, alpha, constant_metrics(values))
@@ -446,9 +453,11 @@ def diff(
     against: str = "previous",
     metric: str = "ndcg@10",
     top: int = 20,
+    allow_mismatch: bool = False,
 ) -> pd.DataFrame:
     """The queries that got worse and better on ``metric`` (worse: lower, or higher for a
-    lower-is-better metric), with what changed in between."""
+    lower-is-better metric), with what changed in between; runs made on different datasets
+    only with ``allow_mismatch`` (then over their shared query ids)."""
     metric = canonical(metric)
     check_number("top", top, 1, whole=True)
     store = open_runs(runs_dir)
@@ -458,6 +467,8 @@ def diff(
         raise UsageError(
             f"run {new.run_id} is compared with itself", "name another run with --against"
         )
+    if not allow_mismatch:
+        same_dataset([old, new])
     con = store.connect([old, new])
     available = [r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY 1").fetchall()]
     if metric not in available:

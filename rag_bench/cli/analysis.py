@@ -6,6 +6,8 @@ import click
 
 from rag_bench.cli.options import (
     FORMATS,
+    REAL,
+    WHOLE,
     format_option,
     open_store,
     runs_dir_option,
@@ -40,16 +42,18 @@ def diagnose_command(run, against, slice_by, runs_dir, fmt):
 @significance_options
 @click.option(
     "--resamples",
-    type=int,
+    type=WHOLE,
     default=10_000,
     show_default=True,
     help="Permutations / bootstrap resamples.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling."
+)
 @click.option("--allow-mismatch", is_flag=True, help="Compare runs made on different datasets.")
 @click.option(
     "--mde",
-    type=float,
+    type=REAL,
     default=None,
     metavar="DELTA",
     help="Also give, per row, the queries needed to detect a delta of DELTA (80 % power).",
@@ -86,16 +90,20 @@ def compare_command(
     show_default=True,
     help="The run to diff against; 'previous' is the latest earlier run of the same variant.",
 )
-@click.option("--metric", default="ndcg@10", show_default=True)
-@click.option("--top", type=int, default=20, show_default=True, help="Queries listed each way.")
+@click.option(
+    "--metric", default="ndcg@10", show_default=True, help="Metric whose per-query change is listed."
+)
+@click.option("--top", type=WHOLE, default=20, show_default=True, help="Queries listed each way.")
+@click.option("--allow-mismatch", is_flag=True, help="Diff runs made on different datasets.")
 @runs_dir_option()
 @format_option(FORMATS)
-def diff_command(run, against, metric, top, runs_dir, fmt):
+def diff_command(run, against, metric, top, allow_mismatch, runs_dir, fmt):
     """The queries that got worse and better, with what changed in their rankings."""
     from rag_bench.analysis.compare import diff
     from rag_bench.cli.views import diff_output
 
-    click.echo(diff_output(diff(open_store(runs_dir), run, against, metric, top), metric, fmt))
+    table = diff(open_store(runs_dir), run, against, metric, top, allow_mismatch)
+    click.echo(diff_output(table, metric, fmt))
 
 
 @click.command("gate")
@@ -118,7 +126,9 @@ def diff_command(run, against, metric, top, runs_dir, fmt):
     "(auto) significant where the queries can detect the allowance and the drop elsewhere.",
 )
 @significance_options
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling."
+)
 @runs_dir_option()
 @format_option(FORMATS)
 def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
@@ -155,17 +165,19 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
 )
 @click.option("--metrics", default=None, help="Comma-separated metrics compared and averaged.")
 @click.option(
-    "--top", type=int, default=10, show_default=True, help="Changed queries listed each way."
+    "--top", type=WHOLE, default=10, show_default=True, help="Changed queries listed each way."
 )
 @significance_options
 @click.option(
     "--resamples",
-    type=int,
+    type=WHOLE,
     default=10_000,
     show_default=True,
     help="Permutations / bootstrap resamples.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling."
+)
 @click.option("--allow-mismatch", is_flag=True, help="Report runs made on different datasets.")
 @click.option(
     "-o",

@@ -20,6 +20,39 @@ class UserMistake(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True, file=file)
 
 
+class Number(click.ParamType):
+    """A numeric option. A value that is no number of the kind (``abc``; ``1.5`` or ``nan`` for a
+    whole number) is one line naming the flag; a whole number written as a float (``1e9``) is
+    taken as one, so that the library's range check, which names the valid range, has the say."""
+
+    def __init__(self, whole: bool):
+        self.whole = whole
+        self.name = "integer" if whole else "float"  # what --help shows, as click's own types
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        try:
+            return int(text) if self.whole else float(text)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+        if self.whole and number is not None and number.is_integer():
+            return int(number)
+        flag = param.opts[0] if param is not None and param.opts else "the value"
+        kind = "a whole number" if self.whole else "a number"
+        given = param is not None and param.default is not None
+        example = f"e.g. {flag} {param.default}" if given else kind
+        raise UserMistake(UsageError(f"{flag} {text!r} is not {kind}", example))
+
+
+WHOLE, REAL = Number(whole=True), Number(whole=False)
+
+
 def format_option(choices: tuple[str, ...] = ("table", "json", "csv")):
     """--format, and --wide for tables wider than the terminal."""
     fmt = click.option(
@@ -111,7 +144,13 @@ FORMATS = ("table", "json", "csv", "markdown")  # what render writes
 
 def significance_options(command):
     """--test and --alpha, shared by the commands that test differences."""
-    command = click.option("--alpha", type=float, default=0.05, show_default=True)(command)
+    command = click.option(
+        "--alpha",
+        type=REAL,
+        default=0.05,
+        show_default=True,
+        help="Significance level (family-wise, after Holm).",
+    )(command)
     return click.option(
         "--test",
         default="randomization",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import math
 import os
@@ -188,13 +190,32 @@ def as_markdown(frame: pd.DataFrame, digits: int = 4) -> str:
 
 
 def _json_value(value: object) -> object:
-    if value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    """A value as JSON holds it: NULL and NaN as null; list, struct and map cells, nested too;
+    numpy scalars as numbers; what JSON has no type for (dates, times, intervals, blobs, UUIDs,
+    decimals) as the text SQL would show."""
+    if value is None or value is pd.NA or value is pd.NaT:
         return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
     if isinstance(value, np.ndarray):  # a list column's cell
-        return [_json_value(v) for v in value.tolist()]
-    if hasattr(value, "item"):  # numpy scalars
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):  # numpy scalars
         return _json_value(value.item())
-    return value
+    if isinstance(value, decimal.Decimal):  # a DECIMAL inside a list or struct
+        return float(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, datetime.timedelta):
+        return pd.Timedelta(value).isoformat()
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    return str(value)
 
 
 def as_records(frame: pd.DataFrame) -> list[dict]:
@@ -204,17 +225,8 @@ def as_records(frame: pd.DataFrame) -> list[dict]:
     ]
 
 
-def _clean(data: object) -> object:
-    """NaN (an undefined value) becomes null, in nested containers too."""
-    if isinstance(data, dict):
-        return {k: _clean(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [_clean(v) for v in data]
-    return _json_value(data)
-
-
 def to_json(data: object) -> str:
-    return json.dumps(_clean(data), indent=2, ensure_ascii=False, allow_nan=False)
+    return json.dumps(_json_value(data), indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def stream_rows(chunks: Iterable[pd.DataFrame], fmt: str) -> Iterator[str]:

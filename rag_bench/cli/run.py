@@ -6,6 +6,7 @@ import click
 
 from rag_bench.cli.options import (
     FORMATS,
+    WHOLE,
     UserMistake,
     cutoffs,
     format_option,
@@ -42,7 +43,7 @@ from rag_bench.pipeline.executors import EXECUTORS
 @runs_dir_option()
 @click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
 @click.option(
-    "--depth", type=int, default=100, show_default=True, help="Candidates kept per retriever."
+    "--depth", type=WHOLE, default=100, show_default=True, help="Candidates kept per retriever."
 )
 @click.option(
     "--set",
@@ -70,8 +71,8 @@ from rag_bench.pipeline.executors import EXECUTORS
     "deep (all).",
 )
 @click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
-@click.option("--sample", type=int, default=None, help="Run a seeded random subset of N queries.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
+@click.option("--sample", type=WHOLE, default=None, help="Run a seeded random subset of N queries.")
+@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed for --sample.")
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
 @click.option(
     "--executor",
@@ -87,7 +88,7 @@ from rag_bench.pipeline.executors import EXECUTORS
 )
 @click.option(
     "--workers",
-    type=int,
+    type=WHOLE,
     default=None,
     help="Local: threads (default 1). Ray without --address: CPUs of the local instance.",
 )
@@ -178,6 +179,10 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
 
     p = ctx.params
     variants, overrides = p["variants"], p["overrides"]
+    if variants is not None and not split_list(variants):
+        raise UserMistake(
+            UsageError(f"--variant {variants!r} names no variant", "e.g. --variant baseline")
+        )
     if p["judge"]:
         overrides = (*overrides, f"judge.name={p['judge']}")
     if p["resume"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rag_bench.cli.options import FORMATS, format_option, open_store, runs_dir_option
+from rag_bench.cli.options import FORMATS, REAL, WHOLE, format_option, open_store, runs_dir_option
 
 
 @click.command("eval")
@@ -32,7 +32,7 @@ from rag_bench.cli.options import FORMATS, format_option, open_store, runs_dir_o
 )
 @click.option(
     "--rel-level",
-    type=int,
+    type=WHOLE,
     default=1,
     show_default=True,
     help="Lowest grade that counts as relevant (trec_eval -l).",
@@ -76,7 +76,7 @@ def eval_command(qrels_path, run_path, metrics, complete, rel_level, per_query, 
 @runs_dir_option()
 @click.option(
     "--alpha",
-    type=float,
+    type=REAL,
     default=0.05,
     show_default=True,
     help="1 - the confidence of the run's prediction-powered interval.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rag_bench.cli.options import FORMATS, format_option
+from rag_bench.cli.options import FORMATS, WHOLE, format_option
 from rag_bench.data import TIERS
 
 
@@ -24,8 +24,8 @@ from rag_bench.data import TIERS
     help="Draw this tier (stratified by category, keeping the smaller tiers' queries) and "
     "write its tag into queries.jsonl.",
 )
-@click.option("--size", type=int, default=None, help="Queries in the sampled tier.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
+@click.option("--size", type=WHOLE, default=None, help="Queries in the sampled tier.")
+@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed of the draw.")
 @format_option(FORMATS)
 def tiers_command(dataset, split, tier, size, seed, fmt):
     """Show a dataset's tiers (smoke, regression, deep) per category, or sample one.

@@ -12,7 +12,7 @@ from rag_bench.components.base import Capability, Generator
 from rag_bench.components.registry import component
 from rag_bench.components.termstats import TermWeights
 from rag_bench.data.dataset import Dataset
-from rag_bench.errors import UsageError
+from rag_bench.errors import UsageError, check_number
 from rag_bench.model import Chunk, Generation, Query
 from rag_bench.text.facts import key_facts
 from rag_bench.text.scripts import HAN, has_han, is_chinese
@@ -57,6 +57,9 @@ class ExtractiveGenerator(Generator):
     capabilities = frozenset({Capability.PREPARE, Capability.CACHE})
 
     def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.2):
+        check_number("generator.context_k", context_k, 1, whole=True)
+        check_number("generator.max_sentences", max_sentences, 1, whole=True)
+        check_number("generator.min_coverage", min_coverage, 0, 1)
         self.context_k = context_k
         self.max_sentences = max_sentences
         self.min_coverage = min_coverage

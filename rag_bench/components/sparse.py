@@ -14,6 +14,7 @@ import numpy as np
 from rag_bench.components.base import Capability, Retriever
 from rag_bench.components.hits import top_k_rows
 from rag_bench.components.registry import component
+from rag_bench.errors import check_number
 from rag_bench.model import Hits, Query
 
 METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
@@ -71,6 +72,9 @@ class BM25Retriever(Retriever):
             from rag_bench.errors import UnknownNameError
 
             raise UnknownNameError("BM25 method", method, METHODS)
+        # k1 < 0 would rank a term's repetitions down, b outside [0, 1] over-normalise length
+        check_number("retriever.k1", k1, 0)
+        check_number("retriever.b", b, 0, 1)
         self.k1, self.b, self.method = k1, b, method
         self.index = None
         self.analyzer = None

@@ -209,7 +209,9 @@ def load_dataset(path: str | Path | None = None, split: str = "test") -> Dataset
     queries_path = folder / "queries.jsonl"
     all_queries, lines = load_queries(queries_path)
     qrels_path = _qrels_path(folder, split)
-    qrels = load_qrels(qrels_path)
+    # unanswerable queries need no judgement: a dataset of them alone has qrels of a header line
+    only_unanswerable = all(q.should_refuse for q in all_queries.values())
+    qrels = load_qrels(qrels_path, allow_empty=only_unanswerable)
     _check_qrels(qrels, qrels_path, docs, all_queries)
     judged = set(qrels.frame["query_id"].cat.categories.astype(str))
     queries = {q: v for q, v in all_queries.items() if q in judged or v.should_refuse}

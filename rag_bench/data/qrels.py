@@ -122,10 +122,11 @@ def _qrels_format(path: Path) -> RecordFormat:
     )
 
 
-def load_qrels(path: str | Path) -> Qrels:
-    """Load TREC qrels (``qid iter docid grade``) or BEIR TSV qrels (with header)."""
+def load_qrels(path: str | Path, allow_empty: bool = False) -> Qrels:
+    """Load TREC qrels (``qid iter docid grade``) or BEIR TSV qrels (with header); with
+    ``allow_empty``, a BEIR file of its header line alone judges nothing."""
     path = Path(path)
     if not path.is_file():
         raise DataError(path, "no such qrels file", "check the path")
-    frame = read_records(path, _qrels_format(path))
+    frame = read_records(path, _qrels_format(path), allow_empty)
     return Qrels(frame, str(path))

@@ -99,6 +99,10 @@ class Selection:
 
     def apply(self, queries: dict[str, Query]) -> list[str]:
         ids = list(queries)
+        if self.tag is not None and not self.tag.strip():
+            raise UsageError(
+                f"--tag {self.tag!r} names no tag", "give a tag (e.g. --tag smoke) or leave it out"
+            )
         if self.tier:
             ids = tier_queries(queries, self.tier)
             if not ids:
@@ -118,7 +122,15 @@ class Selection:
         if self.sample is not None:
             if self.sample < 1:
                 raise UsageError(f"--sample {self.sample} is below 1", "sample at least one query")
+            if self.sample > len(ids):
+                # a sample larger than the queries would run them all under a label that says
+                # otherwise ("sample=1000" on 275 queries): the user meant another dataset or tag
+                raise UsageError(
+                    f"--sample {self.sample} is more than the {len(ids)} queries selected",
+                    f"sample at most {len(ids)}, or leave --sample out to run them all",
+                )
             if self.sample < len(ids):
+                check_number("seed", self.seed, 0, whole=True)
                 rng = np.random.default_rng(self.seed)
                 keep = set(rng.choice(len(ids), size=self.sample, replace=False).tolist())
                 ids = [q for i, q in enumerate(ids) if i in keep]

@@ -1,6 +1,6 @@
 """Testing aid: ``RAG_BENCH_TEST_PAUSE=<stage>:<seconds>`` makes a run announce the named stage
-(``index``, ``answer``, ``write``, ``commit``) on stderr and sleep there once, so a test can
-interrupt it at a known point. Unset, it does nothing."""
+(``index``, ``answer``, ``write``, ``commit``; ``sql`` before a query runs) on stderr and sleep
+there once, so a test can interrupt it at a known point. Unset, it does nothing."""
 
 from __future__ import annotations
 

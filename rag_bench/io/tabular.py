@@ -65,8 +65,9 @@ class RecordFormat:
         return [f.name for f in self.fields]
 
 
-def read_records(path: str | Path, fmt: RecordFormat) -> pd.DataFrame:
-    """Read ``path`` as records of ``fmt``; raise :class:`DataError` naming the bad line."""
+def read_records(path: str | Path, fmt: RecordFormat, allow_empty: bool = False) -> pd.DataFrame:
+    """Read ``path`` as records of ``fmt``; raise :class:`DataError` naming the bad line (and,
+    unless ``allow_empty``, when a file of non-empty lines holds no record)."""
     path = Path(path)
     if not path.is_file():
         raise DataError(path, f"no such {fmt.what} file", "check the path")
@@ -75,7 +76,7 @@ def read_records(path: str | Path, fmt: RecordFormat) -> pd.DataFrame:
     frame = _read_fast(path, fmt)
     if frame is None or not _valid(frame, fmt):
         frame = _read_slow(path, fmt)
-    if frame.empty:
+    if frame.empty and not allow_empty:
         raise DataError(
             path, f"the {fmt.what} file has no records", f"each line is: {fmt.layout_hint}"
         )

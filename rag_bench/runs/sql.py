@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from rag_bench.errors import RagBenchError
+from rag_bench.io.pause import pause_point
 from rag_bench.runs.catalog import StoredRun, first_line
 from rag_bench.runs.folder import RunsFolder
 from rag_bench.runs.layout import TABLES, RunLocation, view_schema
 
+T = TypeVar("T")
 READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN", "EXPLAIN ANALYZE")
 PLANNED_ONLY = ("SELECT", "EXPLAIN")  # what may run while the connection can reach files
 CHUNK_VECTORS = 16  # a streamed result arrives in DataFrames of up to 16 x 2048 rows
@@ -116,15 +119,47 @@ def stream_sql(con, statement: str, allow_files: bool = False) -> Iterator:
     """Like :func:`run_sql`, the result in DataFrames of at most ``CHUNK_VECTORS`` x 2048 rows,
     so a large result is never held whole; the first (possibly empty) one names the columns."""
     _check(con, statement, allow_files)
+    pause_point("sql")
     with _sql_errors(allow_files):
-        result = con.execute(statement)
-        chunk = result.fetch_df_chunk(CHUNK_VECTORS)
+        result = _interruptible(con, lambda: con.execute(statement))
+        chunk = _interruptible(con, lambda: result.fetch_df_chunk(CHUNK_VECTORS))
     yield chunk
     while len(chunk):
         with _sql_errors(allow_files):
-            chunk = result.fetch_df_chunk(CHUNK_VECTORS)
+            chunk = _interruptible(con, lambda: result.fetch_df_chunk(CHUNK_VECTORS))
         if len(chunk):
             yield chunk
+
+
+def _interruptible(con, work: Callable[[], T]) -> T:
+    """``work()``, a DuckDB call on ``con``, which Ctrl-C stops at once. DuckDB looks for
+    Python's SIGINT only between its tasks, so a long query would run on (and is then reported
+    as an error); here the call runs in a thread while this one waits in Python, where
+    KeyboardInterrupt arrives, interrupts the connection and raises it."""
+    import threading
+
+    outcome: dict = {}
+    done = threading.Event()  # not Thread.join, which an interrupt can leave returning early
+
+    def call() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name="rag-bench-sql", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        con.interrupt()
+        done.wait()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _check(con, statement: str, allow_files: bool) -> None:

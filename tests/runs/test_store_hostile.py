@@ -59,11 +59,11 @@ def test_a_forged_checkpoint_run_id_touches_nothing(folders, rag_bench, clean, w
     (partial / "checkpoint.json").write_text(json.dumps(header))
     (partial / "answers-000001.jsonl").write_text('{"query_id": "q", "key": "k"}\n')
     _aged(partial)
-    before = fingerprint(runs), fingerprint(outside)
+    before = fingerprint(runs, mtimes=True), fingerprint(outside, mtimes=True)
     ref = str(partial) if by_path else "x"
     out = rag_bench("run", "--resume", ref, "--runs-dir", runs)
     assert_one_line_error(out, "the checkpoint", "is unreadable", "without --resume")
-    assert (fingerprint(runs), fingerprint(outside)) == before
+    assert (fingerprint(runs, mtimes=True), fingerprint(outside, mtimes=True)) == before
 
 
 def test_a_checkpoint_naming_another_stored_run_is_refused(folders, rag_bench, clean):

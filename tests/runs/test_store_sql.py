@@ -66,7 +66,7 @@ def folders(tmp_path, clean):
 
 
 def _state(runs: Path, outside: Path) -> tuple[str, str]:
-    return fingerprint(runs), fingerprint(outside)
+    return fingerprint(runs, mtimes=True), fingerprint(outside, mtimes=True)
 
 
 @pytest.mark.parametrize("kind", list(STATEMENTS))
