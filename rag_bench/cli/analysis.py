@@ -47,9 +47,7 @@ def diagnose_command(run, against, slice_by, runs_dir, fmt):
     show_default=True,
     help="Permutations / bootstrap resamples.",
 )
-@click.option(
-    "--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling."
-)
+@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling.")
 @click.option("--allow-mismatch", is_flag=True, help="Compare runs made on different datasets.")
 @click.option(
     "--mde",
@@ -91,7 +89,7 @@ def compare_command(
     help="The run to diff against; 'previous' is the latest earlier run of the same variant.",
 )
 @click.option(
-    "--metric", default="ndcg@10", show_default=True, help="Metric whose per-query change is listed."
+    "--metric", default="ndcg@10", show_default=True, help="Metric of the per-query changes."
 )
 @click.option("--top", type=WHOLE, default=20, show_default=True, help="Queries listed each way.")
 @click.option("--allow-mismatch", is_flag=True, help="Diff runs made on different datasets.")
@@ -126,9 +124,7 @@ def diff_command(run, against, metric, top, allow_mismatch, runs_dir, fmt):
     "(auto) significant where the queries can detect the allowance and the drop elsewhere.",
 )
 @significance_options
-@click.option(
-    "--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling."
-)
+@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling.")
 @runs_dir_option()
 @format_option(FORMATS)
 def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
@@ -175,9 +171,7 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
     show_default=True,
     help="Permutations / bootstrap resamples.",
 )
-@click.option(
-    "--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling."
-)
+@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling.")
 @click.option("--allow-mismatch", is_flag=True, help="Report runs made on different datasets.")
 @click.option(
     "-o",
