@@ -123,6 +123,15 @@ def _only_unanswerable(data: Path) -> None:
     (data / "answers.jsonl").unlink()  # its answers are to the answerable queries
 
 
+def _no_faithfulness(runs: Path) -> None:
+    """The copy's faithfulness has no defined value for any query, as in a run that refused
+    every answer."""
+    part = table_file(locate(runs, TWIN), "metrics")
+    table = pq.read_table(part).to_pandas()
+    table.loc[table["metric"] == "faithfulness", "value"] = None
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), part)
+
+
 def _qrels_file_1e23(runs: Path) -> None:
     (runs.parent / "qrels.txt").write_text("q1 0 d1 1e23\nq1 0 d2 1\n")
 
@@ -140,9 +149,10 @@ class Case:
     code: int
     fragments: tuple[str, ...]
     setup: Callable[[Path], None] | None = None
-    said: str = "error"  # what stderr's one line is: error, warning, or nothing (stdout checked)
+    said: str = "error"  # stderr's one line: error, warning, stored, wrote or nothing
     stores: bool = False  # the command stores a run: the folder is meant to change
     output: Callable[[str], bool] | None = None  # a check of stdout
+    writes: tuple[str, str] | None = None  # a file the command writes (name, a fragment of it)
 
     @property
     def command(self) -> str:
@@ -217,8 +227,23 @@ CASES = [
         code=3,
         setup=_qrels_file_1e23,
     ),
-    # `report` when a metric has no defined value: rag_bench/report/ is being rewritten by
-    # another helper, who fixes and tests it there.
+    case(
+        "report when a metric has no defined value in a run",
+        "report",
+        "{good}",
+        "{twin}",
+        "--resamples",
+        "50",
+        "-o",
+        "{folder}/report.html",
+        "--runs-dir",
+        "{runs}",
+        [],
+        code=0,
+        said="wrote",
+        setup=_no_faithfulness,
+        writes=("report.html", "<b>faithfulness</b> has no defined value in"),
+    ),
     # `sql` interrupted with Ctrl-C: test_ctrl_c_stops_sql_in_one_line below (a subprocess).
     # `rm` on a read-only runs folder: needs a read-only mount when the tests run as root, see
     # tests/runs/test_robustness_store.py::test_a_read_only_runs_folder_is_a_one_line_error_and_
@@ -551,7 +576,7 @@ def test_bad_input(store, tmp_path, monkeypatch, rag_bench, index):
     if case.said == "nothing":
         assert lines == []
     else:
-        prefix = {"stored": "stored run "}.get(case.said, f"{case.said}: ")
+        prefix = {"stored": "stored run ", "wrote": "wrote "}.get(case.said, f"{case.said}: ")
         assert len(lines) == 1, out.stderr
         assert lines[0].startswith(prefix), lines[0]
         if case.said == "error":
@@ -560,6 +585,10 @@ def test_bad_input(store, tmp_path, monkeypatch, rag_bench, index):
             assert fragment in lines[0], (fragment, lines[0])
     if case.output:
         assert case.output(out.stdout), out.stdout
+    if case.writes:
+        name, fragment = case.writes
+        assert fragment in (tmp_path / name).read_text(encoding="utf-8")
+        (tmp_path / name).unlink()
     if not case.stores:
         assert _state(tmp_path) == before
 
