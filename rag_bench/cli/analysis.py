@@ -10,7 +10,9 @@ from rag_bench.cli.options import (
     WHOLE,
     format_option,
     open_store,
+    resampling_options,
     runs_dir_option,
+    seed_option,
     significance_options,
     slice_option,
     split_list,
@@ -40,14 +42,7 @@ def diagnose_command(run, against, slice_by, runs_dir, fmt):
 @slice_option
 @click.option("--metrics", default=None, help="Comma-separated metric names.")
 @significance_options
-@click.option(
-    "--resamples",
-    type=WHOLE,
-    default=10_000,
-    show_default=True,
-    help="Permutations / bootstrap resamples.",
-)
-@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling.")
+@resampling_options
 @click.option("--allow-mismatch", is_flag=True, help="Compare runs made on different datasets.")
 @click.option(
     "--mde",
@@ -124,7 +119,7 @@ def diff_command(run, against, metric, top, allow_mismatch, runs_dir, fmt):
     "(auto) significant where the queries can detect the allowance and the drop elsewhere.",
 )
 @significance_options
-@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling.")
+@seed_option
 @runs_dir_option()
 @format_option(FORMATS)
 def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
@@ -164,14 +159,7 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
     "--top", type=WHOLE, default=10, show_default=True, help="Changed queries listed each way."
 )
 @significance_options
-@click.option(
-    "--resamples",
-    type=WHOLE,
-    default=10_000,
-    show_default=True,
-    help="Permutations / bootstrap resamples.",
-)
-@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling.")
+@resampling_options
 @click.option("--allow-mismatch", is_flag=True, help="Report runs made on different datasets.")
 @click.option(
     "-o",

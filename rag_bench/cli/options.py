@@ -160,6 +160,23 @@ def significance_options(command):
     )(command)
 
 
+seed_option = click.option(
+    "--seed", type=WHOLE, default=0, show_default=True, help="Seed of the resampling."
+)
+
+
+def resampling_options(command):
+    """--resamples and --seed, shared by the commands that resample."""
+    command = seed_option(command)
+    return click.option(
+        "--resamples",
+        type=WHOLE,
+        default=10_000,
+        show_default=True,
+        help="Permutations / bootstrap resamples.",
+    )(command)
+
+
 slice_option = click.option(
     "--slice",
     "slice_by",
