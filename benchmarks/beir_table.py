@@ -1,7 +1,8 @@
 """nDCG@10 and recall@100 of the three variants on a public BEIR corpus, with the offline
 stand-in (``lsa``) and the real encoder (``minilm``), on whole documents and default chunks.
 
-    python benchmarks/beir_table.py [--dataset SOURCE] [--encoders lsa,minilm]
+    python benchmarks/beir_table.py [--dataset SOURCE] [--encoders lsa,minilm] \
+        [--chunkers none,fixed]
 
 SOURCE is found or fetched in this order: ``--dataset``, ``$RAG_BENCH_BEIR``, then the snapshot
 of the known public copy (``KNOWN``) under ``$RAG_BENCH_MIRROR`` (default ``/work/.mirror``,
@@ -38,6 +39,7 @@ import sys
 import time
 import zipfile
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -192,14 +194,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", help="a BEIR folder, BeIR-layout folder, zip or snapshot")
     parser.add_argument("--encoders", default="lsa,minilm")
+    parser.add_argument("--chunkers", default=",".join(CHUNKERS.values()), help="none,fixed")
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "rag-bench-beir"))
     args = parser.parse_args()
     cache = Path(args.cache)
     folder = find_dataset(args.dataset, cache / "datasets")
     print(f"dataset: {folder}", flush=True)
     encoders = args.encoders.split(",")
-    rows = []
+    out = RESULTS_DIR / f"beir-{folder.name.rsplit('-', 1)[0]}.json"
+    rows: list[dict] = []
     for chunking, chunker in CHUNKERS.items():
+        if chunker not in args.chunkers.split(","):
+            continue
         for encoder in encoders:
             for variant in VARIANTS:
                 if variant == "baseline" and encoder != encoders[0]:
@@ -228,12 +234,25 @@ def main() -> None:
                 }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+                save(out, folder, rows)  # after every run: a long table is kept as it grows
     print_table(rows)
-    RESULTS_DIR.mkdir(exist_ok=True)
-    out = RESULTS_DIR / f"beir-{folder.name.rsplit('-', 1)[0]}.json"
-    document = {"dataset": folder.name, "known_source": KNOWN, "depth": DEPTH, "rows": rows}
-    out.write_text(json.dumps(document, indent=2) + "\n")
     print(f"\nwrote {out}")
+
+
+def save(out: Path, folder: Path, rows: list[dict]) -> None:
+    """Write ``rows`` into ``out``, keeping the rows of other (chunking, variant, encoder)
+    already there, so the table can be measured in parts (``--chunkers``, ``--encoders``)."""
+    key = itemgetter("chunking", "variant", "encoder")
+    mine = {key(r) for r in rows}
+    kept = json.loads(out.read_text())["rows"] if out.is_file() else []
+    merged = [r for r in kept if key(r) not in mine] + rows
+    order = {name: i for i, name in enumerate([*CHUNKERS, "-", "lsa", "minilm", *VARIANTS])}
+    merged.sort(key=lambda r: [order[r["chunking"]], order[r["encoder"]], order[r["variant"]]])
+    document = {"dataset": folder.name, "known_source": KNOWN, "depth": DEPTH, "rows": merged}
+    RESULTS_DIR.mkdir(exist_ok=True)
+    partial = out.with_suffix(".json.partial")
+    partial.write_text(json.dumps(document, indent=2) + "\n")
+    partial.replace(out)
 
 
 def print_table(rows: list[dict]) -> None:
