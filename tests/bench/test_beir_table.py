@@ -106,3 +106,23 @@ def test_beir_scores_drop_the_query_itself_and_count_every_judged_query(tmp_path
     scores = beir_table.beir_scores(result, folder)
     # q1: its own document dropped, d1 first (nDCG 1); q2: never run, its document absent: 0
     assert scores == {"ndcg@10": 0.5, "recall@100": 0.5}
+
+
+def test_the_results_file_keeps_the_rows_of_other_parts(tmp_path, monkeypatch):
+    monkeypatch.setattr(beir_table, "RESULTS_DIR", tmp_path)
+    out, folder = tmp_path / "beir-x.json", Path("x-0123")
+
+    def row(chunking, variant, encoder, value):
+        return {"chunking": chunking, "variant": variant, "encoder": encoder, "ndcg@10": value}
+
+    beir_table.save(out, folder, [row("default chunks", "baseline", "-", 0.1)])
+    whole = [row("whole documents", "hybrid", "minilm", 0.2)]
+    whole += [row("whole documents", "baseline", "-", 0.3)]
+    beir_table.save(out, folder, whole)
+    beir_table.save(out, folder, [row("default chunks", "baseline", "-", 0.4)])
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["chunking"], r["variant"], r["ndcg@10"]) for r in rows] == [
+        ("whole documents", "baseline", 0.3),
+        ("whole documents", "hybrid", 0.2),
+        ("default chunks", "baseline", 0.4),
+    ]
