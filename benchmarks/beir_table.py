@@ -1,66 +1,214 @@
 """nDCG@10 and recall@100 of the three variants on a public BEIR corpus, with the offline
 stand-in (``lsa``) and the real encoder (``minilm``), on whole documents and default chunks.
 
-    python benchmarks/beir_table.py --dataset PATH/nfcorpus [--encoders lsa,minilm]
+    python benchmarks/beir_table.py [--dataset SOURCE] [--encoders lsa,minilm] \
+        [--chunkers none,fixed]
 
-PATH is a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/test.tsv``, and
-``qrels/train.tsv`` when the corpus has a train split, which ``hybrid_rerank``'s ``ltr`` then
-learns from). The corpus is never committed: give the folder you fetched or unpacked; without
-``--dataset`` the script looks for it under ``$RAG_BENCH_BEIR`` and says how to get it when it
-finds none. Each (chunker, encoder, variant) is one ``rag_bench.run``; the index cache is shared,
-so every index is built once. The table is printed as Markdown (for README) and saved as JSON
-under ``benchmarks/results/``. Whole documents: chunker ``none``; default chunks: ``fixed``.
+SOURCE is found or fetched in this order: ``--dataset``, ``$RAG_BENCH_BEIR``, then the snapshot
+of the known public copy (``KNOWN``) under ``$RAG_BENCH_MIRROR`` (default ``/work/.mirror``,
+where a repository snapshot is unpacked as a bare git directory). It may be a BEIR folder, a
+folder in the Hugging Face BeIR layout (``corpus.jsonl.gz``, ``queries.jsonl.gz``, ``test.tsv``),
+BEIR's own zip (``arguana.zip``) or such a snapshot; anything but a ready BEIR folder is
+converted once into one under ``--cache`` (outside the repository; the corpus is never
+committed). A judgement whose document is missing from the corpus (5 of ArguAna's 1,406) is
+left out of the converted ``qrels/test.tsv``, which rag-bench would otherwise reject, and kept
+in ``qrels-original/test.tsv`` for the BEIR-convention scores below.
+
+Each (chunker, encoder, variant) is one ``rag_bench.run``; the index cache is shared, so every
+index and embedding is built once. Two scores per run: rag-bench's own (stored with the run),
+and BEIR's convention (``beir.retrieval.evaluation``'s ``ignore_identical_ids``, also MTEB's): a
+document whose id is the query's id is dropped from its ranking, and queries are scored
+against the original judgements, a relevant document absent from the corpus counting as never
+retrieved. Only the second is comparable with published figures; they differ on ArguAna,
+whose queries are arguments that are themselves in the corpus. ``hybrid_rerank``'s ``ltr``
+learns from ``qrels/train.tsv`` when the corpus has one, else it is cross-fitted (the JSON
+says which). Whole documents: chunker ``none``; default chunks: ``fixed``. The table is
+printed as Markdown (for README) and saved as JSON under ``benchmarks/results/``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
+import io
 import json
 import os
+import subprocess
 import sys
 import time
+import zipfile
+from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from common import RESULTS_DIR
 
+from rag_bench.data.qrels import load_qrels
+from rag_bench.data.rankings import Run
+from rag_bench.evaluation.retrieval import evaluate_run
 from rag_bench.experiment.runner import run_variant
 
 CHUNKERS = {"whole documents": "none", "default chunks": "fixed"}
 VARIANTS = ("baseline", "hybrid", "hybrid_rerank")
 METRICS = ("ndcg@10", "recall@100")
+DEPTH = 101  # one more than the deepest cutoff: BEIR's scoring may drop the query's own id
+
+# The public copy this table was measured on: BEIR's ArguAna (the Hugging Face BeIR/arguana
+# files and its test qrels) as committed in a public repository.
+KNOWN = {
+    "name": "arguana",
+    "repository": "ecazar/ProyectoIB",
+    "commit": "77758cc865e08f95d66ba67415d74ef6dd6f6bcb",
+    "folder": "data",
+}
+HOW_TO_GET = (
+    "fetch github:{repository} (commit {commit:.7}) into $RAG_BENCH_MIRROR, or download BEIR's "
+    "{name}.zip (github.com/beir-cellar/beir) and pass --dataset PATH/{name}.zip"
+)
 
 
-def find_dataset(given: str | None) -> Path:
-    """The dataset folder: ``--dataset``, else ``$RAG_BENCH_BEIR``; exit with a hint if none."""
-    candidate = given or os.environ.get("RAG_BENCH_BEIR")
-    if candidate and (Path(candidate) / "corpus.jsonl").is_file():
-        return Path(candidate)
-    sys.exit(
-        f"no BEIR corpus at {candidate!r}: unpack one (e.g. nfcorpus.zip of the BEIR benchmark, "
-        "github.com/beir-cellar/beir) and pass --dataset FOLDER or set RAG_BENCH_BEIR"
-    )
+class Source:
+    """Files of a candidate corpus, by path relative to its root: a folder, a zip or a bare
+    git directory (read at its HEAD)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        if root.is_file() and zipfile.is_zipfile(root):
+            archive = zipfile.ZipFile(root)
+            self.paths = [n for n in archive.namelist() if not n.endswith("/")]
+            self.read: Callable[[str], bytes] = archive.read
+        elif (root / "HEAD").is_file() and (root / "objects").is_dir():
+            listing = self._git("ls-tree", "-r", "--name-only", "HEAD").decode()
+            self.paths = listing.splitlines()
+            self.read = lambda path: self._git("show", f"HEAD:{path}")
+        else:
+            self.paths = [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()]
+            self.read = lambda path: (root / path).read_bytes()
+
+    def _git(self, *args: str) -> bytes:
+        return subprocess.run(
+            ["git", f"--git-dir={self.root}", *args], check=True, capture_output=True
+        ).stdout
+
+    def find(self, *names: str) -> str | None:
+        """The shortest path ending in one of ``names`` (in order of preference)."""
+        for name in names:
+            hits = sorted((p for p in self.paths if p == name or p.endswith("/" + name)), key=len)
+            if hits:
+                return hits[0]
+        return None
+
+    def text(self, path: str) -> bytes:
+        data = self.read(path)
+        return gzip.decompress(data) if path.endswith(".gz") else data
 
 
-def means(result) -> dict[str, float]:
+def known_snapshot() -> Path:
+    mirror = Path(os.environ.get("RAG_BENCH_MIRROR", "/work/.mirror"))
+    return mirror / KNOWN["repository"].replace("/", "+") / "repo"
+
+
+def candidates(given: str | None) -> list[Path]:
+    """Where to look, in order: ``given``, ``$RAG_BENCH_BEIR``, the known snapshot."""
+    found = [given, os.environ.get("RAG_BENCH_BEIR"), str(known_snapshot())]
+    return [Path(p) for p in found if p]
+
+
+def is_beir_folder(path: Path) -> bool:
+    return (path / "corpus.jsonl").is_file() and (path / "qrels" / "test.tsv").is_file()
+
+
+def materialise(root: Path, cache: Path, name: str | None = None) -> Path:
+    """A BEIR folder rag-bench loads: ``root`` itself, or its files converted under ``cache``
+    into ``NAME-KEY`` (once; KEY from the source files' content; NAME: ``name``, else the
+    folder holding the corpus, else ``root``'s)."""
+    if is_beir_folder(root):
+        return root
+    source = Source(root)
+    corpus = source.find("corpus.jsonl", "corpus.jsonl.gz")
+    queries = source.find("queries.jsonl", "queries.jsonl.gz")
+    qrels = source.find("qrels/test.tsv", "test.tsv")
+    if not (corpus and queries and qrels):
+        raise FileNotFoundError(f"{root}: no corpus.jsonl[.gz], queries.jsonl[.gz] and test.tsv")
+    files = {name: source.text(path) for name, path in (("corpus", corpus), ("queries", queries))}
+    judgements = source.text(qrels)
+    key = hashlib.sha256(b"".join([*files.values(), judgements])).hexdigest()[:12]
+    folder = cache / f"{name or Path(corpus).parent.name or root.stem}-{key}"
+    if not is_beir_folder(folder):
+        write_beir(folder, files["corpus"], files["queries"], judgements)
+    return folder
+
+
+def write_beir(folder: Path, corpus: bytes, queries: bytes, qrels: bytes) -> None:
+    """Write the BEIR folder; judgements naming a document absent from the corpus go to
+    ``qrels-original/test.tsv`` only. ``qrels/test.tsv`` is written last: it marks the folder
+    complete."""
+    ids = {json.loads(line)["_id"] for line in io.BytesIO(corpus) if line.strip()}
+    lines = qrels.decode("utf-8").splitlines(keepends=True)
+    kept = [lines[0]] + [line for line in lines[1:] if line.split("\t")[1] in ids]
+    for name, data in (
+        ("corpus.jsonl", corpus),
+        ("queries.jsonl", queries),
+        ("qrels-original/test.tsv", qrels),
+    ):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    (folder / "qrels").mkdir(exist_ok=True)
+    (folder / "qrels" / "test.tsv").write_text("".join(kept), encoding="utf-8")
+    if len(kept) < len(lines):
+        print(f"{len(lines) - len(kept)} judgements name documents absent from the corpus")
+
+
+def find_dataset(given: str | None, cache: Path) -> Path:
+    """The BEIR folder of the first candidate that exists; exit with how to get one if none."""
+    for path in candidates(given):
+        if path.exists():
+            return materialise(path, cache, KNOWN["name"] if path == known_snapshot() else None)
+    sys.exit(f"no BEIR corpus found: {HOW_TO_GET.format(**KNOWN)}")
+
+
+def beir_scores(result, folder: Path) -> dict[str, float]:
+    """BEIR's convention: the query's own id out of its ranking, scored against the original
+    judgements with every judged query counted (``complete``: a query whose only relevant
+    document is absent from the corpus, which rag-bench does not run, scores 0)."""
+    retrieved = result.tables["retrieved"]
+    ranked = retrieved[retrieved["stage"] == "documents"].sort_values(["query_id", "rank"])
+    rankings = {
+        query_id: [d for d in group["doc_id"] if d != query_id][: DEPTH - 1]
+        for query_id, group in ranked.groupby("query_id", sort=False, observed=True)
+    }
+    original = folder / "qrels-original" / "test.tsv"
+    qrels = load_qrels(original if original.is_file() else folder / "qrels" / "test.tsv")
+    return evaluate_run(qrels, Run.from_rankings(rankings), METRICS, complete=True).means()
+
+
+def own_scores(result) -> dict[str, float]:
     metrics = result.metrics
     return {m: float(metrics.loc[metrics["metric"] == m, "value"].mean()) for m in METRICS}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", help="the BEIR folder")
+    parser.add_argument("--dataset", help="a BEIR folder, BeIR-layout folder, zip or snapshot")
     parser.add_argument("--encoders", default="lsa,minilm")
-    parser.add_argument("--runs-dir", default="runs-beir")
+    parser.add_argument("--chunkers", default=",".join(CHUNKERS.values()), help="none,fixed")
+    parser.add_argument("--cache", default=str(Path.home() / ".cache" / "rag-bench-beir"))
     args = parser.parse_args()
-    folder = find_dataset(args.dataset)
-    cache = Path(args.runs_dir) / ".cache"
-    rows = []
+    cache = Path(args.cache)
+    folder = find_dataset(args.dataset, cache / "datasets")
+    print(f"dataset: {folder}", flush=True)
+    encoders = args.encoders.split(",")
+    out = RESULTS_DIR / f"beir-{folder.name.rsplit('-', 1)[0]}.json"
+    rows: list[dict] = []
     for chunking, chunker in CHUNKERS.items():
-        for encoder in args.encoders.split(","):
+        if chunker not in args.chunkers.split(","):
+            continue
+        for encoder in encoders:
             for variant in VARIANTS:
-                if variant == "baseline" and encoder != args.encoders.split(",")[0]:
+                if variant == "baseline" and encoder != encoders[0]:
                     continue  # BM25 alone does not depend on the encoder
                 overrides = [f"chunker.name={chunker}"]
                 overrides += [] if variant == "baseline" else [f"encoder.name={encoder}"]
@@ -70,30 +218,51 @@ def main() -> None:
                     folder,
                     overrides=overrides,
                     ks=(10, 100),
-                    runs_dir=args.runs_dir,
-                    cache_dir=cache,
+                    depth=DEPTH,
+                    runs_dir=cache / "runs",
+                    cache_dir=cache / "index",
                 )
                 row = {
                     "chunking": chunking,
                     "variant": variant,
                     "encoder": "-" if variant == "baseline" else encoder,
-                    **means(result),
+                    **beir_scores(result, folder),
+                    "own": own_scores(result),
                     "seconds": round(time.perf_counter() - started, 1),
+                    "run_id": result.run_id,
                     "reranker_training": result.manifest.get("reranker_training"),
                 }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    print("\n| chunking | variant | encoder | nDCG@10 | recall@100 | seconds |")
-    print("|---|---|---|---|---|---|")
+                save(out, folder, rows)  # after every run: a long table is kept as it grows
+    print_table(rows)
+    print(f"\nwrote {out}")
+
+
+def save(out: Path, folder: Path, rows: list[dict]) -> None:
+    """Write ``rows`` into ``out``, keeping the rows of other (chunking, variant, encoder)
+    already there, so the table can be measured in parts (``--chunkers``, ``--encoders``)."""
+    key = itemgetter("chunking", "variant", "encoder")
+    mine = {key(r) for r in rows}
+    kept = json.loads(out.read_text())["rows"] if out.is_file() else []
+    merged = [r for r in kept if key(r) not in mine] + rows
+    order = {name: i for i, name in enumerate([*CHUNKERS, "-", "lsa", "minilm", *VARIANTS])}
+    merged.sort(key=lambda r: [order[r["chunking"]], order[r["encoder"]], order[r["variant"]]])
+    document = {"dataset": folder.name, "known_source": KNOWN, "depth": DEPTH, "rows": merged}
+    RESULTS_DIR.mkdir(exist_ok=True)
+    partial = out.with_suffix(".json.partial")
+    partial.write_text(json.dumps(document, indent=2) + "\n")
+    partial.replace(out)
+
+
+def print_table(rows: list[dict]) -> None:
+    print("\n| chunking | variant | encoder | nDCG@10 | recall@100 | nDCG@10 own | seconds |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['chunking']} | {r['variant']} | {r['encoder']} | {r['ndcg@10']:.3f} "
-            f"| {r['recall@100']:.3f} | {r['seconds']:.0f} |"
+            f"| {r['recall@100']:.3f} | {r['own']['ndcg@10']:.3f} | {r['seconds']:.0f} |"
         )
-    RESULTS_DIR.mkdir(exist_ok=True)
-    out = RESULTS_DIR / f"beir-{folder.resolve().name}.json"
-    out.write_text(json.dumps({"dataset": str(folder), "rows": rows}, indent=2) + "\n")
-    print(f"\nwrote {out}")
 
 
 if __name__ == "__main__":
