@@ -20,6 +20,7 @@ BENCHMARKS = (
     "bench_end_to_end.py",
     "bench_store.py",
     "bench_scaling.py",
+    "bench_refuse.py",
 )
 
 

@@ -83,11 +83,18 @@ def read_records(path: str | Path, fmt: RecordFormat, allow_empty: bool = False)
     return frame
 
 
+FAST_LINE_LIMIT = 1 << 16  # a first line longer than this goes to the line-by-line reader
+
+
 def _first_line(path: Path) -> tuple[str | None, int]:
     """The single-character delimiter of the first line (``None`` unless the line is regular,
-    not a comment, and the file's first), and its number of fields."""
+    not a comment, the file's first, and shorter than ``FAST_LINE_LIMIT``: a longer one is left
+    to the line-by-line reader, so a hostile one-line file is read once, not twice), and its
+    number of fields."""
     with path.open("rb") as handle:
-        for raw in handle:
+        for raw in iter(lambda: handle.readline(FAST_LINE_LIMIT), b""):
+            if len(raw) == FAST_LINE_LIMIT and not raw.endswith(b"\n"):
+                return None, 0
             line = raw.rstrip(b"\r\n").removeprefix(b"\xef\xbb\xbf")
             if line.strip():
                 if line.startswith(COMMENT.encode()):

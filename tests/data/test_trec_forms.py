@@ -9,7 +9,6 @@ when ``TREC_EVAL_TESTS`` names trec_eval's own ``test/`` folder, from the output
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -113,28 +112,13 @@ def test_qrels_lines_keep_four_fields(tmp_path):
         load_qrels(path)
 
 
-def seconds(call) -> float:
-    started = time.perf_counter()
-    call()
-    return time.perf_counter() - started
-
-
-def test_a_huge_single_line_is_refused_in_linear_time(tmp_path):
-    """A file that is one 20 MB line costs no more than a valid file of that size."""
-    n = 2_000_000
+def test_a_huge_single_line_is_refused_naming_its_line(tmp_path):
+    """A file that is one 20 MB line is refused at line 1 (what it costs next to parsing a valid
+    file of the same size is measured by benchmarks/bench_refuse.py)."""
     one_line = tmp_path / "one.txt"
-    one_line.write_text(" ".join(f"x{i}" for i in range(n)))
-    size = one_line.stat().st_size
-    valid = write(
-        tmp_path / "valid.txt",
-        [f"q{i // 100} Q0 d{i} {i % 100 + 1} 0.5 t" for i in range(size // 24)],
-    )
-    assert valid.stat().st_size >= size * 0.9
-    parse = seconds(lambda: load_run(valid))
-    with pytest.raises(DataError, match="one.txt:1"):
+    one_line.write_text(" ".join(f"x{i}" for i in range(2_000_000)))
+    with pytest.raises(DataError, match="one.txt:1: score .x4. is not a finite number"):
         load_run(one_line)
-    refuse = seconds(lambda: pytest.raises(DataError, load_run, one_line))
-    assert refuse < 2 * parse + 1.0, (refuse, parse)
 
 
 TREC_EVAL_TESTS = os.environ.get("TREC_EVAL_TESTS")
