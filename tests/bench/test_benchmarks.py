@@ -16,6 +16,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import bench_end_to_end  # noqa: E402
+import bench_refuse  # noqa: E402
 import bench_retrieval  # noqa: E402
 import bench_startup  # noqa: E402
 import bench_store  # noqa: E402
@@ -173,3 +174,14 @@ def test_startup_measures_each_command_against_a_bare_python():
     floor = cases[bench_startup.FLOOR]
     assert floor["wall_vs_python"] == floor["cpu_vs_python"] == 1.0
     assert all(case["runs"] == 1 and case["wall_s"] > 0 for case in cases.values())
+
+
+def test_refuse_compares_files_of_one_size_and_refuses_for_real(tmp_path):
+    valid, one_line = bench_refuse.write_files(tmp_path, 100_000)
+    assert abs(valid.stat().st_size - one_line.stat().st_size) <= 1
+    assert b"\n" not in one_line.read_bytes()
+    bench_refuse.refuse(one_line)  # raises unless refused at line 1
+    with pytest.raises(RuntimeError, match="was accepted"):
+        bench_refuse.refuse(valid)
+    result = bench_refuse.benchmark(100_000, repeat=1)
+    assert result["cases"]["rag-bench parse (valid file)"]["vs_parse"] == 1.0
