@@ -1,12 +1,15 @@
 """One BLAS thread for every scoring product, whatever other threads of the process do.
 
 A multi-threaded BLAS sums a product in an order that depends on its thread count, so the same
-product can differ in its last bits between runs. ``threadpoolctl``'s limits are process-wide
-and each ``threadpool_limits`` block restores, on exit, the limit it found on entry: two
-threads entering and leaving such blocks interleaved can leave the process at either limit.
-:func:`one_blas_thread` counts the blocks open in the process under a lock: the first one sets
-BLAS to one thread, the last one restores what was there before, so every product made inside
-any of them runs on one thread.
+product can differ in its last bits between runs. ``threadpoolctl``'s limits are process-wide,
+and each ``threadpool_limits`` block restores, on exit, the limit it found on entry. Blocks that
+open and close interleaved in several threads can therefore leave a product running at either
+limit; sharing one limit among the open blocks did not help either (measured: with two executor
+threads, 20 of kestrel-kb's 275 dense rankings differed in their last bits from a one-thread
+run, and the process could be left at one BLAS thread for good). So :func:`one_blas_thread`
+runs its block under one process-wide lock, setting the limit on entry and restoring it on exit:
+no two scoring products overlap, and each runs on one thread. The products are a small part of
+a run (retrieval, generation and judging run outside the lock, in parallel as before).
 """
 
 from __future__ import annotations
@@ -14,28 +17,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
-_lock = threading.Lock()
-_open = 0
-_limiter: Any = None
+_lock = threading.RLock()
 
 
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """Run the block with BLAS limited to one thread (re-entrant, thread-safe)."""
-    global _open, _limiter
+    """Run the block with BLAS limited to one thread (re-entrant, thread-safe; blocks in
+    different threads run one after another)."""
     from threadpoolctl import threadpool_limits
 
-    with _lock:
-        if _open == 0:
-            _limiter = threadpool_limits(limits=1, user_api="blas")
-        _open += 1
-    try:
+    with _lock, threadpool_limits(limits=1, user_api="blas"):
         yield
-    finally:
-        with _lock:
-            _open -= 1
-            if _open == 0:
-                _limiter.restore_original_limits()
-                _limiter = None
