@@ -92,7 +92,8 @@ class ParameterError(UsageError):
 
     def as_flag(self, flag: str) -> UsageError:
         """The same mistake told in terms of a command-line flag."""
-        shown = f"{flag} {self.key}={self.value}" if self.key else f"{flag} {self.value}"
+        value = repr(self.value) if isinstance(self.value, str) else self.value
+        shown = f"{flag} {self.key}={value}" if self.key else f"{flag} {value}"
         return UsageError(f"{shown} is out of range", f"{flag} takes {self.valid}")
 
 
@@ -106,9 +107,11 @@ def check_number(
     open_low: bool = False,
     open_high: bool = False,
     key: str | None = None,
+    range_note: str = "",
 ) -> Any:
     """``value`` if it is a finite number within [low, high] (ends excluded where ``open_*``),
-    a whole one where ``whole``; else a :class:`ParameterError` saying the valid range."""
+    a whole one where ``whole``; else a :class:`ParameterError` saying the valid range (and
+    ``range_note``, what the range comes from)."""
     import math
     import numbers
 
@@ -124,6 +127,7 @@ def check_number(
         kind = "a whole number" if whole else "a finite number"
         left, right = "(" if open_low else "[", ")" if open_high or high == float("inf") else "]"
         valid = f"{kind} in {left}{_bound(low)}, {_bound(high)}{right}"
+        valid += f" ({range_note})" if range_note else ""
         raise ParameterError(parameter, value, valid, key)
     return value
 

@@ -191,12 +191,14 @@ def as_markdown(frame: pd.DataFrame, digits: int = 4) -> str:
 
 def _json_value(value: object) -> object:
     """A value as JSON holds it: NULL and NaN as null; list, struct and map cells, nested too;
-    numpy scalars as numbers; what JSON has no type for (dates, times, intervals, blobs, UUIDs,
-    decimals) as the text SQL would show."""
+    numpy scalars as numbers; what JSON has no type for (infinities, dates, times, intervals,
+    blobs, UUIDs, decimals) as the text SQL would show."""
     if value is None or value is pd.NA or value is pd.NaT:
         return None
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     if isinstance(value, dict):
         return {str(k): _json_value(v) for k, v in value.items()}
     if isinstance(value, np.ndarray):  # a list column's cell

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from rag_bench.data import TIERS
 from rag_bench.data.dataset import SHIPPED_FOLDER, Dataset
-from rag_bench.errors import DataError, UnknownNameError, UsageError
+from rag_bench.errors import DataError, UnknownNameError, UsageError, check_number
 from rag_bench.io.durable import atomic_write
 from rag_bench.model import Query
 
@@ -67,6 +67,7 @@ def sample_tier(queries: dict[str, Query], tier: str, size: int, seed: int = 0) 
     smaller tiers, then a seeded draw per category so that each category's share of the tier is
     its share of the larger one (largest remainder). In the dataset's order."""
     check_tier(tier, SAMPLED_TIERS)
+    check_number("seed", seed, 0, whole=True)
     larger = TIERS[TIERS.index(tier) + 1]
     pool = {q: queries[q] for q in tier_queries(queries, larger)}
     keep = list(dict.fromkeys(q for inner in inner_tiers(tier) for q in _tagged(pool, inner)))

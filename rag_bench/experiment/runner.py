@@ -99,17 +99,16 @@ class Selection:
 
     def apply(self, queries: dict[str, Query]) -> list[str]:
         ids = list(queries)
+        check_number("seed", self.seed, 0, whole=True)
         if self.tag is not None and not self.tag.strip():
-            raise UsageError(
-                f"--tag {self.tag!r} names no tag", "give a tag (e.g. --tag smoke) or leave it out"
-            )
+            raise ParameterError("tag", self.tag, "a tag the queries carry (e.g. smoke), or none")
         if self.tier:
             ids = tier_queries(queries, self.tier)
             if not ids:
                 raise UsageError(
                     f"no query is in the {self.tier} tier (none carries the tag {self.tier!r})",
-                    f"tag a stratified sample: rag-bench tiers --dataset FOLDER --sample "
-                    f"{self.tier} --size N",
+                    f"tag a stratified sample of the dataset's queries as {self.tier} "
+                    "(rag-bench tiers --sample, or rag_bench.data.tiers.sample_tier)",
                 )
         if self.tag:
             ids = [q for q in ids if self.tag in queries[q].tags]
@@ -120,17 +119,12 @@ class Selection:
                     f"use one of: {', '.join(known) or '(none)'}",
                 )
         if self.sample is not None:
-            if self.sample < 1:
-                raise UsageError(f"--sample {self.sample} is below 1", "sample at least one query")
-            if self.sample > len(ids):
-                # a sample larger than the queries would run them all under a label that says
-                # otherwise ("sample=1000" on 275 queries): the user meant another dataset or tag
-                raise UsageError(
-                    f"--sample {self.sample} is more than the {len(ids)} queries selected",
-                    f"sample at most {len(ids)}, or leave --sample out to run them all",
-                )
+            # a sample larger than the queries would run them all under a label that says
+            # otherwise ("sample=1000" on 275 queries): the user meant another dataset or tag
+            check_number(
+                "sample", self.sample, 1, len(ids), whole=True, range_note="the queries selected"
+            )
             if self.sample < len(ids):
-                check_number("seed", self.seed, 0, whole=True)
                 rng = np.random.default_rng(self.seed)
                 keep = set(rng.choice(len(ids), size=self.sample, replace=False).tolist())
                 ids = [q for i, q in enumerate(ids) if i in keep]

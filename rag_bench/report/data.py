@@ -23,9 +23,10 @@ from rag_bench.analysis.compare import (
     diff,
     metric_cutoff,
     query_slices,
+    same_dataset,
 )
 from rag_bench.analysis.diagnose import cutoffs, diagnose_run
-from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
+from rag_bench.errors import UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES
 from rag_bench.evaluation.measures import canonical, canonical_names, headline_metrics, not_stored
 from rag_bench.evaluation.stats import MAX_RESAMPLES, TESTS, bootstrap_ci
@@ -67,12 +68,8 @@ def _resolve(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list
     repeated = [i for i in ids if ids.count(i) > 1]
     if repeated:
         raise UsageError(f"run {repeated[0]} is named twice", "name each run once")
-    if len({r.dataset_sha256 for r in runs}) > 1 and not allow_mismatch:
-        names = ", ".join(f"{r.run_id} ({r.manifest.get('dataset', {}).get('name')})" for r in runs)
-        raise RagBenchError(
-            f"the runs were made on different datasets: {names}",
-            "pass --allow-mismatch to report them side by side anyway",
-        )
+    if not allow_mismatch:
+        same_dataset(runs)
     return runs
 
 
@@ -258,6 +255,7 @@ def report_data(
     check_number("top", top, 0, whole=True)
     check_number("resamples", resamples, 1, MAX_RESAMPLES, whole=True)
     check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
+    check_number("seed", seed, 0, whole=True)
     if test not in TESTS:  # checked here too: a single run is never compared
         raise UnknownNameError("test", test, list(TESTS))
     metric = canonical(metric)
@@ -285,7 +283,7 @@ def report_data(
         else None
     )
     changed = (
-        diff(store, last.run_id, first.run_id, metric, top)
+        diff(store, last.run_id, first.run_id, metric, top, allow_mismatch=allow_mismatch)
         if len(runs) > 1 and top > 0 and metric not in undefined
         else pd.DataFrame(columns=["change", "query_id"])
     )

@@ -10,6 +10,7 @@ import html
 import numpy as np
 import pandas as pd
 
+from rag_bench.analysis.compare import TIE
 from rag_bench.evaluation.measures import improvement, lower_is_better
 
 
@@ -36,7 +37,7 @@ def change_class(metric: str, delta: float) -> str:
     """``better``, ``worse`` or ``same``: the CSS class of a delta, read in the metric's
     direction."""
     gain = improvement(metric, delta)
-    if pd.isna(gain) or abs(gain) <= 1e-12:
+    if pd.isna(gain) or abs(gain) <= TIE:
         return "same"
     return "better" if gain > 0 else "worse"
 

@@ -6,7 +6,10 @@ import json
 
 import pandas as pd
 
+from rag_bench.experiment.runner import Selection
 from rag_bench.runs import StoredRun
+
+SELECTION_KEYS = tuple(Selection().record())  # tier, tag, sample, seed: as the manifest keeps them
 
 
 def _component(config: dict) -> str:
@@ -18,7 +21,7 @@ def _manifest_fields(m: dict) -> dict[str, str]:
     dataset = m.get("dataset", {})
     selection = m.get("selection") or {}
     chosen = ", ".join(
-        f"{k}={selection[k]}" for k in ("tag", "sample", "seed") if selection.get(k) is not None
+        f"{k}={selection[k]}" for k in SELECTION_KEYS if selection.get(k) is not None
     )
     n_selected = len(selection.get("query_ids") or [])
     fields = {

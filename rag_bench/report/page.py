@@ -117,6 +117,7 @@ def report(
             atomic_write(path, page.encode("utf-8"))  # a page whole or not at all
         except OSError as exc:
             raise RagBenchError(
-                f"cannot write the report to {path}: {exc.strerror}", "pass a writable -o path"
+                f"cannot write the report to {path}: {exc.strerror}",
+                "give an output path in a folder you can write to",
             ) from None
     return page

@@ -342,6 +342,19 @@ CASES = [
         said="nothing",
         output=_json_of_every_type,
     ),
+    case(
+        "sql --format json over infinities and NaN",
+        "sql",
+        "SELECT log(0) AS x, ['inf'::DOUBLE, 'nan'::DOUBLE] AS l",
+        "--format",
+        "json",
+        "--runs-dir",
+        "{runs}",
+        [],
+        code=0,
+        said="nothing",
+        output=lambda text: json.loads(text) == [{"x": "-inf", "l": ["inf", None]}],
+    ),
     # Accepted silently or explained poorly before issue 20
     case("--k ''", *RUN, "--k", "", *SMOKE, ["--k '' is not a list of whole numbers", "--k 1,5"]),
     case(
@@ -367,9 +380,17 @@ CASES = [
         "1000",
         "--runs-dir",
         "{runs}",
-        ["--sample 1000 is more than the 275 queries selected", "sample at most 275"],
+        ["--sample 1000 is out of range", "whole number in [1, 275] (the queries selected)"],
     ),
-    case("--tag ''", *RUN, "--tag", "", "--runs-dir", "{runs}", ["--tag '' names no tag"]),
+    case(
+        "--tag ''",
+        *RUN,
+        "--tag",
+        "",
+        "--runs-dir",
+        "{runs}",
+        ["--tag '' is out of range", "a tag the queries carry"],
+    ),
     *(
         case(
             f"--runs-dir '' ({command[0]})",

@@ -101,7 +101,7 @@ def test_qrels_with_extra_columns_name_the_file_and_line(tmp_path, rag_bench):
         (["--k=-1"], ["--k -1 is out of range"]),
         (["--k", "5,-3"], ["--k -3 is out of range"]),
         (["--depth", "0"], ["--depth 0 is below the largest cutoff 100"]),
-        (["--sample", "-2"], ["--sample -2 is below 1"]),
+        (["--sample", "-2"], ["--sample -2 is out of range"]),
         (["--variant", "basline"], ["unknown variant 'basline'", "baseline"]),
     ],
 )

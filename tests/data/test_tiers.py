@@ -92,7 +92,7 @@ def test_selection_by_tier(kestrel):
     (kestrel / "queries.jsonl").write_text(lines.replace(', "smoke"', ""), encoding="utf-8")
     with pytest.raises(UsageError, match="no query is in the smoke tier") as error:
         Selection(tier="smoke").apply(load_dataset(kestrel).queries)
-    assert "rag-bench tiers --dataset FOLDER --sample smoke --size N" in error.value.hint
+    assert "rag_bench.data.tiers.sample_tier" in error.value.hint
 
 
 def test_cli_tiers_samples_and_run_tier_runs_it(rag_bench, kestrel, tmp_path):

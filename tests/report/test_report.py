@@ -565,3 +565,19 @@ def test_injected_markup_does_not_run_in_chromium(store, poisoned, tmp_path):
     assert "data-pwned" not in dom
     assert "<img" not in dom
     assert "&lt;img src=x onerror=" in dom  # shown as text
+
+
+def test_runs_of_two_versions_of_a_dataset_report_side_by_side_only_when_allowed(tmp_path):
+    source = SHIPPED.parent / "seed-example"
+    edited = tmp_path / "seed-example-edited"
+    shutil.copytree(source, edited)
+    corpus = edited / "corpus.jsonl"
+    corpus.write_text(corpus.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    runs = tmp_path / "runs"
+    first = run_variant("recorded", source, runs_dir=runs)
+    second = run_variant("recorded", edited, runs_dir=runs)
+    refs = [first.run_id, second.run_id]
+    with pytest.raises(Exception, match="pass --allow-mismatch"):
+        report(open_runs(runs), refs, resamples=50)
+    page = report(open_runs(runs), refs, resamples=50, allow_mismatch=True)
+    assert '<h2 id="changed">' in page
