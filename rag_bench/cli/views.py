@@ -50,12 +50,12 @@ def run_summary(results, fmt: str) -> str:
 
 
 def variants_table(variants: dict) -> pd.DataFrame:
-    """One row per variant slot: the component, its resolved parameters, the variant's origin
-    and its one-line description (empty when it declares none)."""
+    """One row per variant slot: the component, its resolved parameters (a dict), the variant's
+    origin and its one-line description (empty when it declares none)."""
     rows = []
     for name, (spec, resolved) in variants.items():
         for slot, config in resolved.items():
-            params = ", ".join(f"{k}={v}" for k, v in config.items() if k != "name")
+            params = {k: v for k, v in config.items() if k != "name"}
             rows.append(
                 {
                     "variant": name,
@@ -70,9 +70,16 @@ def variants_table(variants: dict) -> pd.DataFrame:
 
 
 def variants_output(table: pd.DataFrame, fmt: str) -> str:
-    """json and csv: every row as it is. As text (table, markdown), the variants with their
-    description and origin once each, then their slots."""
-    if fmt in ("json", "csv"):
+    """json: every row, each slot's parameters as an object (as ``components`` gives them);
+    csv: every row, parameters as ``k=v, ...``. As text (table, markdown), the variants with
+    their description and origin once each, then their slots."""
+    if fmt == "json":
+        plain = [{k: _plain(v) for k, v in ps.items()} for ps in table["params"]]
+        return to_json(as_records(table.assign(params=plain)))
+    table = table.assign(
+        params=[", ".join(f"{k}={v}" for k, v in ps.items()) for ps in table["params"]]
+    )
+    if fmt == "csv":
         return render(table, fmt)
     about = table.drop_duplicates("variant")[["variant", "description", "origin"]]
     slots = table.drop(columns=["origin", "description"])

@@ -123,3 +123,12 @@ def test_under_wide_a_wrapped_column_splits_at_newlines_only(monkeypatch):
         context.meta[WIDE] = True
         rows = cells(as_table(frame, wrap=("text",)))
     assert [r["text"] for r in rows] == [words, "one", "two"]
+
+
+def test_variants_json_gives_each_slots_parameters_as_an_object(rag_bench):
+    from rag_bench.components.registry import resolve
+
+    rows = json.loads(rag_bench("variants", "--format", "json").stdout)
+    [bm25] = [r for r in rows if r["variant"] == "baseline" and r["slot"] == "retriever"]
+    resolved = resolve(registry().variant("baseline"))["retriever"]
+    assert bm25["params"] == {k: v for k, v in resolved.items() if k != "name"}
