@@ -1,16 +1,15 @@
 """nDCG@10 and recall@100 of the three variants on a public BEIR corpus, with the offline
 stand-in (``lsa``) and the real encoder (``minilm``), on whole documents and default chunks.
 
-    python benchmarks/beir_table.py [--dataset SOURCE] [--encoders lsa,minilm] \
-        [--chunkers none,fixed]
+    python benchmarks/beir_table.py [--dataset SOURCE | --mirror CLONE] \
+        [--encoders lsa,minilm] [--chunkers none,fixed] [--summarise]
 
-SOURCE is found or fetched in this order: ``--dataset``, ``$RAG_BENCH_BEIR``, then the snapshot
-of the known public copy (``KNOWN``) under ``$RAG_BENCH_MIRROR`` (default ``/work/.mirror``,
-where a repository snapshot is unpacked as a bare git directory). It may be a BEIR folder, a
-folder in the Hugging Face BeIR layout (``corpus.jsonl.gz``, ``queries.jsonl.gz``, ``test.tsv``),
-BEIR's own zip (``arguana.zip``) or such a snapshot; anything but a ready BEIR folder is
-converted once into one under ``--cache`` (outside the repository; the corpus is never
-committed). A judgement whose document is missing from the corpus (5 of ArguAna's 1,406) is
+The corpus is the first one named: ``--dataset``, ``--mirror`` (a bare git clone of the known
+public copy, ``KNOWN``), ``$RAG_BENCH_BEIR``, ``$RAG_BENCH_MIRROR``; one named but absent is
+refused, never replaced by the next. It may be a BEIR folder, a folder in the Hugging Face
+BeIR layout (``corpus.jsonl.gz``, ``queries.jsonl.gz``, ``test.tsv``), BEIR's own zip
+(``arguana.zip``) or such a clone; anything but a ready BEIR folder is converted once into one
+under ``--cache`` (outside the repository; the corpus is never committed). A judgement whose document is missing from the corpus (5 of ArguAna's 1,406) is
 left out of the converted ``qrels/test.tsv``, which rag-bench would otherwise reject, and kept
 in ``qrels-original/test.tsv`` for the BEIR-convention scores below.
 
@@ -24,6 +23,12 @@ whose queries are arguments that are themselves in the corpus. ``hybrid_rerank``
 learns from ``qrels/train.tsv`` when the corpus has one, else it is cross-fitted (the JSON
 says which). Whole documents: chunker ``none``; default chunks: ``fixed``. The table is
 printed as Markdown (for README) and saved as JSON under ``benchmarks/results/``.
+
+The JSON's ``summary`` holds every other number README cites, computed from the stored runs
+(``--summarise`` recomputes it alone, rerunning nothing): each encoder's ``dense`` stage alone,
+the paired comparisons of ``PAIRS`` (mean difference, 95% bootstrap interval, randomization
+p-value, queries better and worse, with ``rag-bench compare``'s statistics) and the corpus
+counts.
 """
 
 from __future__ import annotations
