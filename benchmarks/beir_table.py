@@ -9,9 +9,10 @@ public copy, ``KNOWN``), ``$RAG_BENCH_BEIR``, ``$RAG_BENCH_MIRROR``; one named b
 refused, never replaced by the next. It may be a BEIR folder, a folder in the Hugging Face
 BeIR layout (``corpus.jsonl.gz``, ``queries.jsonl.gz``, ``test.tsv``), BEIR's own zip
 (``arguana.zip``) or such a clone; anything but a ready BEIR folder is converted once into one
-under ``--cache`` (outside the repository; the corpus is never committed). A judgement whose document is missing from the corpus (5 of ArguAna's 1,406) is
-left out of the converted ``qrels/test.tsv``, which rag-bench would otherwise reject, and kept
-in ``qrels-original/test.tsv`` for the BEIR-convention scores below.
+under ``--cache`` (outside the repository; the corpus is never committed). A judgement whose
+document is missing from the corpus (5 of ArguAna's 1,406) is left out of the converted
+``qrels/test.tsv``, which rag-bench would otherwise reject, and kept in
+``qrels-original/test.tsv`` for the BEIR-convention scores below.
 
 Each (chunker, encoder, variant) is one ``rag_bench.run``; the index cache is shared, so every
 index and embedding is built once. Two scores per run: rag-bench's own (stored with the run),
@@ -297,29 +298,30 @@ def paired(scored: dict[tuple, pd.DataFrame]) -> list[dict]:
 
 
 def corpus_counts(rows: list[dict], folder: Path, store) -> dict:
-    """The corpus's documents, its judged queries (those whose own argument is in the corpus,
-    those whose relevant documents all are not) and the chunks each chunking indexed (from
-    the runs' manifests)."""
+    """The corpus's documents, the queries with a relevant judgement (of them: those whose own
+    argument is in the corpus, those whose relevant documents all are not) and the chunks each
+    chunking indexed (from the runs' manifests)."""
     with open(folder / "corpus.jsonl", encoding="utf-8") as lines:
         ids = {json.loads(line)["_id"] for line in lines if line.strip()}
-    judged = pd.read_csv(original_qrels(folder), sep="\t", dtype=str, usecols=[0, 1])
-    judged.columns = ["query_id", "doc_id"]
-    present = judged["doc_id"].isin(ids).groupby(judged["query_id"]).any()
-    chunks: dict[str, set[int]] = {}
+    judged = pd.read_csv(original_qrels(folder), sep="\t", dtype=str, usecols=[0, 1, 2])
+    judged.columns = ["query_id", "doc_id", "score"]
+    relevant = judged[judged["score"].astype(float) > 0]
+    present = relevant["doc_id"].isin(ids).groupby(relevant["query_id"]).any()
+    indexed: dict[str, set[int]] = {}
     for row in rows:
         n = store.get(row["run_id"]).manifest["index"]["n_chunks"]
-        chunks.setdefault(row["chunking"], set()).add(n)
-    if any(len(counts) > 1 for counts in chunks.values()):
-        sys.exit(f"the runs of one chunking indexed different numbers of chunks: {chunks}")
-    counts = {
+        indexed.setdefault(row["chunking"], set()).add(n)
+    if any(len(ns) > 1 for ns in indexed.values()):
+        sys.exit(f"the runs of one chunking indexed different numbers of chunks: {indexed}")
+    chunks = {chunking: ns.pop() for chunking, ns in indexed.items()}
+    return {
         "documents": len(ids),
         "queries": len(present),
         "queries_in_corpus": int(present.index.isin(list(ids)).sum()),
         "queries_relevant_absent": int((~present).sum()),
-        "chunks": {chunking: counts.pop() for chunking, counts in chunks.items()},
+        "chunks": chunks,
+        "chunks_per_document": {chunking: n / len(ids) for chunking, n in chunks.items()},
     }
-    per_document = {chunking: n / len(ids) for chunking, n in counts["chunks"].items()}
-    return {**counts, "chunks_per_document": per_document}
 
 
 def own_scores(result) -> dict[str, float]:
