@@ -109,10 +109,10 @@ def connect(
 
 def run_sql(con, statement: str, allow_files: bool = False):
     """Run a read-only statement over the views of ``con`` (from :func:`connect` with the same
-    ``allow_files``); the whole result as one DataFrame."""
+    ``allow_files``); the whole result as one DataFrame. Ctrl-C stops it at once."""
     _check(con, statement, allow_files)
     with _sql_errors(allow_files):
-        return con.sql(statement).df()
+        return _interruptible(con, lambda: con.sql(statement).df())
 
 
 def stream_sql(con, statement: str, allow_files: bool = False) -> Iterator:

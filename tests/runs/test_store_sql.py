@@ -181,3 +181,38 @@ def test_the_text_formats_show_the_first_rows_with_a_note(folders, rag_bench, fm
     )
     small = rag_bench("sql", "SELECT 1 AS a WHERE false", "--runs-dir", runs, "--format", fmt)
     assert small.exit_code == 0 and small.stderr == ""
+
+
+INTERRUPTED = """
+import sys
+from rag_bench.runs import open_runs
+store = open_runs(sys.argv[1])
+print("running", flush=True)
+try:
+    store.sql("SELECT sum(hash(i) % 7) AS s FROM range(100000000000) t(i)")
+except KeyboardInterrupt:
+    print("interrupted", store.sql("SELECT 1 AS one")["one"].tolist(), flush=True)
+"""
+
+
+@pytest.mark.signals
+def test_ctrl_c_stops_a_library_query_at_once(folders):
+    """SIGINT reaches the caller of ``RunStore.sql`` while DuckDB is mid-query (left alone, the
+    query would run for hours), and the store still answers afterwards."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    runs, _, _ = folders
+    child = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED, str(runs)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline().strip() == "running"
+        time.sleep(1.5)  # the query is inside DuckDB by now
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert out.strip() == "interrupted [1]"
