@@ -32,19 +32,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory, cache):
-    """An uninterrupted baseline run on the smoke queries, the reference for every resume."""
-    runs = tmp_path_factory.mktemp("clean")
-    result = run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
-    return result.location
-
-
 def start(runs: Path, cache: Path, pause: str) -> Process:
     process = Process(
         ["run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", runs, "--format", "csv"],
@@ -75,10 +62,10 @@ def resume_in_process(rag_bench, runs: Path, ref: str):
     ],
 )
 def test_an_interrupted_run_stores_nothing_visible_and_says_so_in_one_line(
-    tmp_path, cache, clean, rag_bench, stage, signum, status
+    tmp_path, index_cache, clean, rag_bench, stage, signum, status
 ):
     runs = tmp_path / "runs"
-    process = start(runs, cache, stage)
+    process = start(runs, index_cache, stage)
     process.signal(signum)
     assert process.finish() == status
     messages = process.messages()
@@ -109,12 +96,12 @@ def test_an_interrupted_run_stores_nothing_visible_and_says_so_in_one_line(
 
 
 @pytest.mark.signals
-def test_ctrl_c_reaches_the_run_when_the_test_process_ignores_it(tmp_path, cache):
+def test_ctrl_c_reaches_the_run_when_the_test_process_ignores_it(tmp_path, index_cache):
     """A shell or CI runner may start the tests with SIGINT ignored, which every child inherits
     through exec; Python then never raises KeyboardInterrupt, and the run would sleep on."""
     ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        process = start(tmp_path / "runs", cache, "index")
+        process = start(tmp_path / "runs", index_cache, "index")
     finally:
         signal.signal(signal.SIGINT, ignored)
     process.signal(signal.SIGINT)
@@ -125,10 +112,10 @@ def test_ctrl_c_reaches_the_run_when_the_test_process_ignores_it(tmp_path, cache
 @pytest.mark.signals
 @pytest.mark.parametrize("stage", ["index", "answer", "write"])
 def test_kill_9_leaves_only_hidden_leftovers_that_disturb_nothing(
-    tmp_path, cache, clean, rag_bench, stage
+    tmp_path, index_cache, clean, rag_bench, stage
 ):
     runs = tmp_path / "runs"
-    process = start(runs, cache, stage)
+    process = start(runs, index_cache, stage)
     process.signal(signal.SIGKILL)
     assert process.finish() == -signal.SIGKILL
     assert visible(runs) == []
@@ -157,21 +144,21 @@ def test_kill_9_leaves_only_hidden_leftovers_that_disturb_nothing(
 
     # the next run removes whatever the killed process left behind
     age(runs)
-    after = run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
+    after = run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache)
     assert hidden(runs) == []
     assert set(visible(runs)) == {after.run_id} | ({run_id} if stage != "index" else set())
 
 
 @pytest.mark.signals
 def test_a_checkpoint_with_answers_survives_the_cleaning_until_resumed(
-    tmp_path, cache, clean, rag_bench
+    tmp_path, index_cache, clean, rag_bench
 ):
     runs = tmp_path / "runs"
-    process = start(runs, cache, "answer")
+    process = start(runs, index_cache, "answer")
     process.signal(signal.SIGKILL)
     process.finish()
     age(runs)
-    run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=cache)
+    run_variant("baseline", SHIPPED, selection=SMOKE, runs_dir=runs, cache_dir=index_cache)
     [partial] = hidden(runs)  # the stale lock went, the resumable checkpoint stayed
     assert partial.startswith(".partial-")
     run_id = partial.removeprefix(".partial-")

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from processes import (
+    SMOKE,
     Process,
     assert_same_traces,
     hidden,
@@ -34,8 +35,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock"),
 ]
-
-SMOKE = Selection(tag="smoke")
 
 
 @pytest.fixture

@@ -182,6 +182,14 @@ def _number(value) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _parsed(parse, reply: str) -> tuple[Any, str]:
+    """``parse(reply)``: (what parsed, what is wrong); an unparsable reply is (None, why)."""
+    try:
+        return parse(reply)
+    except MalformedReply as error:
+        return None, str(error)
+
+
 @component(
     "judge",
     "llm",
@@ -265,10 +273,7 @@ class LLMJudge(EndpointComponent, Judge):
         replies' after a repair; None for an unparsable one) and what is still wrong ('' when
         nothing). ``parse`` returns (found, problem) or raises MalformedReply."""
         reply = self.client.chat(self.model, messages, **params)
-        try:
-            found, problem = parse(reply)
-        except MalformedReply as error:
-            found, problem = None, str(error)
+        found, problem = _parsed(parse, reply)
         if not problem:
             return found, ""
         self._count("malformed_replies")
@@ -281,10 +286,7 @@ class LLMJudge(EndpointComponent, Judge):
             },
         ]
         again = self.client.chat(self.model, repair, **params)
-        try:
-            fixed, problem_again = parse(again)
-        except MalformedReply as error:
-            fixed, problem_again = None, str(error)
+        fixed, problem_again = _parsed(parse, again)
         if problem_again:
             self._count("malformed_after_retry")
         return merge(found, fixed), problem_again
