@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # the fixture `fake`: a local OpenAI-compatible server
 pytest_plugins = ["fake_openai"]
-EXAMPLE = ROOT / "rag_bench" / "data" / "shipped" / "example"
+EXAMPLE = ROOT / "data" / "example"
 
 
 class Invocation:
@@ -44,7 +44,7 @@ def assert_one_line_error(outcome: Invocation, *fragments: str) -> None:
         assert fragment in lines[0], (fragment, lines[0])
 
 
-SHIPPED = ROOT / "rag_bench" / "data" / "shipped" / "kestrel-kb"
+SHIPPED = ROOT / "data" / "kestrel-kb"
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -119,7 +119,7 @@ def tour(tmp_path_factory):
 def test_every_sh_example_runs(tour, monkeypatch, fake):
     monkeypatch.chdir(tour)
     for name in ("qrels.txt", "run.txt"):  # `rag-bench eval`'s example files, as README says
-        shutil.copy(ROOT / "rag_bench" / "data" / "shipped" / "example" / name, tour / name)
+        shutil.copy(ROOT / "data" / "example" / name, tour / name)
     service = {"RAG_SYSTEM_URL": fake.url + "/ask"}  # the http variant's example needs a service
     failures = run_examples(examples(README, "sh"), tour / "runs", monkeypatch, service)
     assert not failures, "\n".join(failures)

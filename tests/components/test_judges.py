@@ -80,7 +80,7 @@ def test_helpers():
 
 
 def test_annotated_judge_uses_the_labels():
-    data = load_dataset(ROOT / "rag_bench" / "data" / "shipped" / "seed-example")
+    data = load_dataset(ROOT / "data" / "seed-example")
     judge = AnnotatedJudge()
     judge.prepare(data, [], None)
     recorded = data.answers["q1"]
@@ -92,7 +92,7 @@ def test_annotated_judge_uses_the_labels():
 
 
 def test_annotated_judge_without_labels_says_what_to_do():
-    data = load_dataset(ROOT / "rag_bench" / "data" / "shipped" / "seed-example")
+    data = load_dataset(ROOT / "data" / "seed-example")
     judge = AnnotatedJudge()
     judge.prepare(data, [], None)
     with pytest.raises(RagBenchError, match="--judge lexical"):

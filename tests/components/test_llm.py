@@ -30,7 +30,7 @@ from rag_bench.experiment.runner import Selection, run_variant  # noqa: E402
 from rag_bench.model import Claim
 from rag_bench.text.claims import split_claims  # noqa: E402
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 FAST = {"retry_backoff": 0.0, "timeout": 5.0}
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -26,7 +26,7 @@ from rag_bench.evaluation.answer import lexical_relevance  # noqa: E402
 from rag_bench.experiment.runner import Selection, run_variant  # noqa: E402
 from rag_bench.model import Query, Relevance  # noqa: E402
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 FAST = {"retry_backoff": 0.0, "timeout": 5.0}
 PHONE = Query("q1", "What is the phone number of the EU support desk?")
 

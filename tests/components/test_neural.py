@@ -26,7 +26,7 @@ from rag_bench.errors import MissingBackendError, RagBenchError
 from rag_bench.experiment.runner import run_variant
 from rag_bench.model import Chunk, Claim, Hits, Query
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 INSTALL = "pip install 'rag-bench[sentence-transformers]'"
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

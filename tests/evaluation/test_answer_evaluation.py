@@ -17,7 +17,7 @@ from rag_bench.evaluation.correctness import contains, token_f1
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES, Case, diagnose
 from rag_bench.model import Chunk, Claim, Query, Verdict
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 
 
 def stored(run_dir, table):
@@ -330,7 +330,7 @@ def test_judge_agreement_json_with_undefined_statistics(rag_bench, tmp_path):
     import shutil
 
     data = shutil.copytree(
-        ROOT / "rag_bench" / "data" / "shipped" / "seed-example", tmp_path / "seed"
+        ROOT / "data" / "seed-example", tmp_path / "seed"
     )
     answers = [json.loads(line) for line in (data / "answers.jsonl").read_text().splitlines()]
     answers[0]["claims"] = answers[0]["claims"][:2]
