@@ -12,6 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # the fixture `fake`: a local OpenAI-compatible server
 pytest_plugins = ["fake_openai"]
 EXAMPLE = ROOT / "data" / "example"
+# the documentation whose examples run and whose promises the tests keep: README.md, then every
+# page of the reference in docs/ (a new page is picked up without a change here)
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 class Invocation:
