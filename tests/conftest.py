@@ -17,6 +17,23 @@ EXAMPLE = ROOT / "data" / "example"
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
+def require(module: str, install: str = "pip install -e '.[dev]'"):
+    """Import a module a test cannot do without (a reference implementation such as pytrec_eval,
+    or a backend the dev extra brings). Without it the test skips on a developer's machine,
+    naming the install; under CI (``CI`` set) it fails, so CI cannot go green without running
+    the test. At module level it skips or fails the whole module."""
+    import importlib
+    import os
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        why = f"{module} is not importable ({error}): {install}"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs every test that needs it, but {why}", pytrace=False)
+        pytest.skip(why, allow_module_level=True)
+
+
 class Invocation:
     def __init__(self, result):
         self.result = result

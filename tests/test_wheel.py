@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, require
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +73,7 @@ def test_the_wheel_holds_every_shipped_file(wheel):
 
 def test_the_wheel_lists_every_package():
     """pyproject.toml lists the packages (data/ is mapped into one): none is left out."""
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+; the list is checked there
+    tomllib = require("tomllib", "Python 3.11 or newer")
     from setuptools import find_packages
 
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]

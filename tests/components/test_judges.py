@@ -69,7 +69,10 @@ def test_claim_without_content_words_is_not_judged(lexical):
 
 
 def test_fabricated_claim(lexical):
-    assert not verdict(lexical, "Every order ships free of charge worldwide.").supported
+    """A claim no passage backs gets a verdict, and the verdict is "unsupported": grade 0, no
+    supporting document (``not v.supported`` alone would pass on no verdict at all, None)."""
+    v = verdict(lexical, "Every order ships free of charge worldwide.")
+    assert (v.grade, v.supported, v.supported_by) == (0, False, ())
 
 
 def test_helpers():

@@ -11,7 +11,7 @@ import sys
 import pytest
 from processes import COMMAND
 
-from conftest import DOCUMENTS, SHIPPED, assert_one_line_error
+from conftest import DOCUMENTS, SHIPPED, assert_one_line_error, require
 from rag_bench.components.base import Capability, declared
 from rag_bench.components.registry import registry, resolve
 from rag_bench.data.dataset import load_dataset
@@ -63,7 +63,7 @@ def readme_block(language: str, first_line: str) -> str:
 
 def entry_points_txt(pyproject: str) -> str:
     """The ``[project.entry-points]`` tables of a pyproject.toml as an ``entry_points.txt``."""
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    tomllib = require("tomllib", "Python 3.11 or newer")
     groups = tomllib.loads(pyproject)["project"]["entry-points"]
     return "".join(
         f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()) + "\n"

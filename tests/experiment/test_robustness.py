@@ -27,7 +27,6 @@ from rag_bench.experiment.runner import (
 )
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
 ]
 
