@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_bench.analysis.compare import TIE
+from rag_bench.analysis.pairing import TIE
 from rag_bench.evaluation.measures import improvement, lower_is_better
 
 
