@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # no wheel build, no long property tests (the markers are registered in pyproject.toml).
 FAST := not slow and not ray and not signals and not browser
 
-.PHONY: install models run run-models test test-fast browser bench lint clean
+.PHONY: install models run run-models test test-fast browser bench lint typecheck docs check clean
 
 install: $(DEV_STAMP)
 
@@ -58,9 +58,20 @@ bench: $(DEV_STAMP)
 	$(BIN)/python -m pip install --quiet -r benchmarks/requirements.txt
 	$(BIN)/python benchmarks/run_all.py
 
+# --- house habits (issue 24): what .ci/run checks before the tests, each runnable alone ---
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check rag_bench tests benchmarks
 	$(BIN)/ruff format --check rag_bench tests benchmarks
 
+# mypy over the package; its settings (and the modules held to full annotation) are in pyproject.toml
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy
+
+# the reference in docs/ as a site (build/site); --strict: a warning (a broken link or anchor) fails
+docs: $(DEV_STAMP)
+	$(BIN)/mkdocs build --strict --quiet
+
+check: lint typecheck docs
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build

@@ -23,9 +23,9 @@ retrieved. Only the second is comparable with published figures; they differ on 
 whose queries are arguments that are themselves in the corpus. ``hybrid_rerank``'s ``ltr``
 learns from ``qrels/train.tsv`` when the corpus has one, else it is cross-fitted (the JSON
 says which). Whole documents: chunker ``none``; default chunks: ``fixed``. The table is
-printed as Markdown (for README) and saved as JSON under ``benchmarks/results/``.
+printed as Markdown (for docs/components.md) and saved as JSON under ``benchmarks/results/``.
 
-The JSON's ``summary`` holds every other number README cites, computed from the stored runs
+The JSON's ``summary`` holds every other number the docs cite, computed from the stored runs
 (``--summarise`` recomputes it alone, rerunning nothing): each encoder's ``dense`` stage alone,
 the paired comparisons of ``PAIRS`` (mean difference, 95% bootstrap interval, randomization
 p-value, queries better and worse, with ``rag-bench compare``'s statistics) and the corpus
@@ -221,7 +221,7 @@ STATISTICS = {"test": "randomization", "resamples": 10_000, "seed": 0, "level": 
 
 
 def summarise(rows: list[dict], folder: Path, runs_dir: Path) -> dict:
-    """What the README says of the table, computed from the stored runs of ``rows`` (nothing is
+    """What the docs say of the table, computed from the stored runs of ``rows`` (nothing is
     rerun): each run rescored per query (its means must be the row's), the encoders' dense
     stages alone, the paired comparisons of ``PAIRS`` and the corpus counts."""
     store = open_runs(runs_dir)

@@ -45,7 +45,7 @@ import common
 import corpora
 
 REPO = common.HERE.parent
-KESTREL = REPO / "rag_bench" / "data" / "shipped" / "kestrel-kb"
+KESTREL = REPO / "data" / "kestrel-kb"
 WORK = common.HERE / "data" / "end-to-end"
 PACKAGES = ("bm25s", "PyStemmer", "scikit-learn", "scipy")
 QUERY_STAGES = ("retrieve", "fusion", "rerank", "generate", "judge")

@@ -13,8 +13,8 @@
      test and bootstrap intervals, 10,000 resamples; the 8 default metrics × 5 slices);
    - ``mean per run and metric``: ``SELECT run_id, metric, avg(value) … GROUP BY ALL`` over
      all 20M rows;
-   - ``worst of a slice``: the README's query, the 10 worst paraphrase queries of the latest
-     hybrid_rerank run by ndcg@10, joined with their query text.
+   - ``worst of a slice``: the query of docs/commands.md, the 10 worst paraphrase queries of the
+     latest hybrid_rerank run by ndcg@10, joined with their query text.
 
    Each through the library (``open_runs`` + ``compare`` or ``RunStore.sql``: what a notebook
    does) and through the CLI (a fresh process: start, imports, opening the store, the work,

@@ -7,8 +7,8 @@ dense rankings of every evaluated query are computed once (depth 100, default ch
 fusion setting then fuses them, and the fused chunk rankings, collapsed to documents, are scored
 with nDCG@10 and recall@100 (trec_eval conventions, ``rag_bench.evaluate_run``). The settings:
 RRF with weights sparse:dense of 1:1, 1:0.5 and 1:2; min-max and z-score blends with the dense
-weight at 0.3, 0.5 and 0.7. No setting is fitted to a dataset; the README's "Fusion" section
-reads the defaults off this table across datasets and encoders.
+weight at 0.3, 0.5 and 0.7. No setting is fitted to a dataset; the "Fusion" section of
+docs/components.md reads the defaults off this table across datasets and encoders.
 """
 
 from __future__ import annotations

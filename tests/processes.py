@@ -27,7 +27,6 @@ from rag_bench.runs import TABLES
 from rag_bench.runs.layout import MANIFESTS
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
 ]
 
@@ -56,7 +55,6 @@ class Process:
     def __init__(self, args, *, cache: Path, pause: str | None = None, env: dict | None = None):
         environment = {k: v for k, v in os.environ.items() if not k.startswith("RAG_BENCH_")}
         environment["RAG_BENCH_CACHE_DIR"] = str(cache)
-        environment["PYTHONWARNINGS"] = "ignore"
         if pause:
             environment[PAUSE_ENV] = f"{pause}:60"
         environment.update(env or {})

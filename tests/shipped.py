@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent.parent / "rag_bench" / "data" / "shipped"
+DATA = Path(__file__).resolve().parent.parent / "data"
 
 CATEGORIES = ("literal", "paraphrase", "multi-hop", "unanswerable")
 FAILURE_CLASSES = (

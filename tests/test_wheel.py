@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, require
 
 pytestmark = pytest.mark.slow
 
-SHIPPED = ROOT / "rag_bench" / "data" / "shipped"
+DATA = ROOT / "data"
 
 
 def run(command: list, **options) -> subprocess.CompletedProcess:
@@ -49,16 +49,36 @@ def installed(wheel, tmp_path_factory) -> Path:
     Path(purelib.stdout.strip(), "dependencies.pth").write_text(ours + "\n")
     assert not any(Path(p, "rag_bench").exists() for p in [ours, *site.getsitepackages()])
     pip = [sys.executable, "-m", "pip", "--python", python]
-    run([*pip, "install", "--no-deps", "--no-index", "-q", wheel])
+    # without PYTHONPATH: a checkout on it (and the egg-info the build leaves there) would look
+    # like an installed rag-bench of the same version, and pip would install nothing
+    alone = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run([*pip, "install", "--no-deps", "--no-index", "-q", wheel], env=alone)
     return venv
 
 
 def test_the_wheel_holds_every_shipped_file(wheel):
+    """Every file of the shipped datasets in data/ is in the wheel under rag_bench/data/shipped/,
+    and nothing else of data/ (a user's own dataset there stays out)."""
+    from rag_bench.data.dataset import SHIPPED
+
     packed = set(zipfile.ZipFile(wheel).namelist())
-    files = [p for p in SHIPPED.rglob("*") if p.is_file()]
+    folders = [DATA / name for name in (*SHIPPED, "example")]
+    files = [p for folder in folders for p in folder.rglob("*") if p.is_file()]
     assert files and any(p.parent.name == "qrels" for p in files)
-    missing = [p for p in files if p.relative_to(ROOT).as_posix() not in packed]
-    assert not missing, missing
+    inside = {"rag_bench/data/shipped/" + p.relative_to(DATA).as_posix() for p in files}
+    assert not inside - packed, sorted(inside - packed)
+    others = {n for n in packed if n.startswith("rag_bench/data/shipped/")} - inside
+    assert others == {"rag_bench/data/shipped/README.md"}
+
+
+def test_the_wheel_lists_every_package():
+    """pyproject.toml lists the packages (data/ is mapped into one): none is left out."""
+    tomllib = require("tomllib", "Python 3.11 or newer")
+    from setuptools import find_packages
+
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = find_packages(ROOT, include=["rag_bench*"])
+    assert sorted(listed["packages"]) == sorted([*found, "rag_bench.data.shipped"])
 
 
 def test_the_installed_wheel_runs_the_defaults_from_an_empty_folder(installed, tmp_path):

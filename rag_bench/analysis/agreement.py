@@ -63,7 +63,7 @@ def labelled_claims(dataset: Dataset) -> list[tuple[Query, list[Claim], list[boo
 def judge_agreement(dataset: Dataset, judge: Judge, analyzer, judge_name: str) -> Agreement:
     """Run ``judge`` over every labelled claim, with the recorded ranking as its context."""
     if Capability.PREPARE in judge.capabilities:
-        judge.prepare(dataset, [], analyzer)
+        judge.prepare(dataset, [], analyzer)  # type: ignore[attr-defined]  # PREPARE declares it
     rows = []
     for query, claims, gold, context in labelled_claims(dataset):
         for claim, label, verdict in zip(claims, gold, judge.judge(query, claims, context)):

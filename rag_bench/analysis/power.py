@@ -76,7 +76,7 @@ def _row(wide: pd.DataFrame, metric: str, ids: list[str], alpha: float) -> dict:
     values = wide.loc[metric]
     values = values[values.index.isin(ids)]
     d = (values["b"] - values["a"]).to_numpy()
-    row = {
+    row: dict[str, float | None] = {
         "queries": len(ids),
         "paired": len(d),
         "delta": float(d.mean()) if len(d) else np.nan,
@@ -140,7 +140,9 @@ def dataset_power(dataset: str, runs_dir: str | Path, **run_options) -> pd.DataF
     from rag_bench.experiment.session import run
 
     data = load_dataset(dataset)
-    a, b = run(list(CARD_VARIANTS), data, runs_dir=runs_dir, **run_options)
+    results = run(list(CARD_VARIANTS), data, runs_dir=runs_dir, **run_options)
+    assert isinstance(results, list)  # a list of variants gives a list of runs
+    a, b = results
     return tier_power(a.metrics, b.metrics, data.queries)
 
 

@@ -37,12 +37,13 @@ def query_slices(
 ) -> Labels:
     """Each query's slices, read from the first of ``run_ids`` that has the query (``queries``
     has a ``run_id`` column then; without ``run_ids`` it is one run's rows). Empty for None."""
-    if check_slice(slice_by) is None:
+    slicing = check_slice(slice_by)
+    if slicing is None:
         return {}
     labels: Labels = {}
     for run_id in reversed(list(run_ids)) if run_ids is not None else [None]:
         rows = queries if run_id is None else queries[queries["run_id"] == run_id]
-        labels.update(_labels(rows, slice_by))
+        labels.update(_labels(rows, slicing))
     return labels
 
 

@@ -14,7 +14,7 @@ class UserMistake(click.ClickException):
 
     def __init__(self, error: RagBenchError):
         super().__init__(str(error))
-        self.exit_code = error.exit_code
+        self.exit_code = error.exit_code  # type: ignore[misc]  # click's default is per class
 
     def show(self, file=None) -> None:
         click.echo(f"error: {self.format_message()}", err=True, file=file)

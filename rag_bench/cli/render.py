@@ -256,7 +256,8 @@ def _json_pieces(chunks: Iterable[pd.DataFrame]) -> Iterator[str]:
 
 def head(chunks: Iterable[pd.DataFrame], limit: int) -> tuple[pd.DataFrame, int]:
     """The first ``limit`` rows, and how many rows came after them."""
-    kept, left_out, room = [], 0, limit
+    kept: list[pd.DataFrame] = []
+    left_out, room = 0, limit
     for chunk in chunks:
         if room or not kept:
             kept.append(chunk.iloc[:room])

@@ -408,7 +408,7 @@ def _takes(method: Any, stub: Any) -> bool:
     return True
 
 
-def declared(kind: str, cls: type) -> frozenset[Capability]:
+def declared(kind: str, cls: object) -> frozenset[Capability]:
     """The capabilities a component class of ``kind`` declares, checked against its contract:
     every member of the slot's contract and of each declared capability is there. Raises a
     :class:`RagBenchError` naming everything that is wrong, in one line."""
@@ -417,7 +417,7 @@ def declared(kind: str, cls: type) -> frozenset[Capability]:
     where = f"{kind} {getattr(cls, '__qualname__', cls)!r}"
     if not isinstance(cls, type):
         raise RagBenchError(f"{where} is not a class", "register a class with @component")
-    capabilities = getattr(cls, "capabilities", frozenset())
+    capabilities: object = getattr(cls, "capabilities", frozenset())
     if not isinstance(capabilities, frozenset) or not all(
         isinstance(c, Capability) for c in capabilities
     ):

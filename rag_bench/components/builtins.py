@@ -61,7 +61,7 @@ def components() -> list[ComponentSpec]:
         LLMRelevanceJudge,
         NLIJudge,
     ]
-    return [cls.spec for cls in classes]
+    return [cls.spec for cls in classes]  # type: ignore[attr-defined]  # set by @component
 
 
 BASE = {

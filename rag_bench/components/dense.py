@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class LSAEncoder(Encoder):
 
     def __init__(self, dims: int = 128, seed: int = 0):
         self.dims, self.seed = dims, seed
-        self.analyzer = None
+        self.analyzer: Any = None  # the pipeline's analyzer, given by fit, prepare or load
 
     def cache_material(self) -> dict:
         # revision: bumped whenever the fitted numbers change (2: the SVD on one BLAS thread),
@@ -103,7 +104,7 @@ class LSAEncoder(Encoder):
         weighted = weighted.multiply(self.idf).tocsr()
         return normalize(weighted)
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         tfidf = self._weigh(self._counts(self.analyzer.terms_many(texts)))
         return normalise(np.asarray(tfidf @ self.components.T))
 
@@ -128,7 +129,7 @@ class DenseIndex(Retriever):
 
     def __init__(self, encoder: Encoder):
         self.encoder = encoder
-        self.embeddings: np.ndarray | None = None
+        self.embeddings: Any = None  # the chunks' embeddings (an array), made by fit or load
 
     def cache_material(self) -> dict:
         return self.encoder.cache_material()

@@ -5,7 +5,7 @@
   (``normalisation=minmax``) or by standard deviations (``zscore``). Both scales start at the
   list's lowest score, so a candidate a retriever did not return counts as its worst.
 
-The defaults (equal weights, min-max) and why: README, "Fusion".
+The defaults (equal weights, min-max) and why: docs/components.md, "Fusion".
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rag_bench.components.base import Capability, Generator
 from rag_bench.components.registry import component
@@ -63,8 +64,8 @@ class ExtractiveGenerator(Generator):
         self.context_k = context_k
         self.max_sentences = max_sentences
         self.min_coverage = min_coverage
-        self.analyzer = None
-        self.weights: TermWeights | None = None
+        self.analyzer: Any = None  # the pipeline's analyzer, given by fit, prepare or load
+        self.weights: Any = None  # a TermWeights, learnt by prepare or read by load
 
     def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         """Learn term rarity over the chunk collection."""

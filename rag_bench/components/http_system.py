@@ -35,7 +35,8 @@ class HTTPSystem:
     check) without the endpoint's variables set."""
 
     def __init__(self, fields: dict[str, str], client: dict[str, Any]):
-        self.fields, self._options, self._client = fields, client, None
+        self.fields, self._options = fields, client
+        self._client: LLMClient | None = None
 
     @property
     def client(self) -> LLMClient:
@@ -161,7 +162,9 @@ class HTTPSystemRetriever(_HTTPSystemComponent, Retriever):
             if key in item:
                 score = item.get(score_key)
                 number = isinstance(score, (int, float)) and not isinstance(score, bool)
-                return str(item[key]), float(score) if number and np.isfinite(score) else None
+                if number and isinstance(score, (int, float)) and np.isfinite(score):
+                    return str(item[key]), float(score)
+                return str(item[key]), None
         raise self.system.malformed(query, "lists a document without an id", "doc_id_field")
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rag_bench.components.base import Capability, Judge
 from rag_bench.components.registry import component
@@ -210,7 +211,7 @@ class LexicalJudge(Judge):
             )
         check_grade(supported_at)
         self.full, self.partial, self.supported_at = full, partial, supported_at
-        self.analyzer = None
+        self.analyzer: Any = None  # the pipeline's analyzer, given by fit, prepare or load
 
     def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         self.analyzer = analyzer

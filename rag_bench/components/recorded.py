@@ -73,7 +73,12 @@ class RecordedRetriever(Retriever):
         else:
             keys = [self.position[d] for d in answer.ranking]
         seen: set[int] = set()
-        kept = [i for i, key in enumerate(keys) if not (key in seen or seen.add(key))][:depth]
+        kept = []
+        for i, key in enumerate(keys):
+            if key not in seen:
+                seen.add(key)
+                kept.append(i)
+        kept = kept[:depth]
         if answer.scores is None:
             scores = np.arange(len(kept), 0, -1, dtype=np.float64)
         else:

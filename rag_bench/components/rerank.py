@@ -261,7 +261,7 @@ class LearnedReranker(Reranker):
         self.top_n, self.folds, self.seed, self.c = top_n, folds, seed, c
         self.train_split = str(train_split)
         self.index = None  # the pipeline's dense index, when it has one
-        self.model = None  # learnt from the train split
+        self.model: np.ndarray | None = None  # weights learnt from the train split
         self.train_queries: list[Query] = []
 
     def attach_encoder(self, index) -> None:
@@ -347,8 +347,8 @@ class LearnedReranker(Reranker):
     ) -> list[Hits]:
         matrices = self._matrices(queries, candidates, stages)
         if self.train_queries:
-            scores = [self._score(self.model, m) for m in matrices]
-            return [reorder(h, s) for h, s in zip(candidates, scores)]
+            learnt = [self._score(self.model, m) for m in matrices]
+            return [reorder(h, s) for h, s in zip(candidates, learnt)]
         labels = [self._labels(q, h) for q, h in zip(queries, candidates)]
         folds = np.array([self.fold(q.id) for q in queries])
         scores: list[np.ndarray | None] = [None] * len(queries)
@@ -356,7 +356,9 @@ class LearnedReranker(Reranker):
             model = self._fit([i for i in range(len(queries)) if folds[i] != f], matrices, labels)
             for i in np.flatnonzero(folds == f):
                 scores[i] = self._score(model, matrices[i])
-        return [reorder(h, s) for h, s in zip(candidates, scores)]
+        done = [s for s in scores if s is not None]
+        assert len(done) == len(scores)  # every query is in one fold
+        return [reorder(h, s) for h, s in zip(candidates, done)]
 
     @staticmethod
     def _score(weights: np.ndarray | None, matrix: np.ndarray) -> np.ndarray:

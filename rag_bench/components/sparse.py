@@ -8,6 +8,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -76,8 +77,8 @@ class BM25Retriever(Retriever):
         check_number("retriever.k1", k1, 0)
         check_number("retriever.b", b, 0, 1)
         self.k1, self.b, self.method = k1, b, method
-        self.index = None
-        self.analyzer = None
+        self.index: Any = None  # a bm25s.BM25, made by fit or load
+        self.analyzer: Any = None  # the pipeline's analyzer, given by fit, prepare or load
 
     def cache_material(self) -> dict:
         return {"component": "bm25", "k1": self.k1, "b": self.b, "method": self.method}

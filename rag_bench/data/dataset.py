@@ -22,8 +22,16 @@ from rag_bench.io.jsonl import read_jsonl
 from rag_bench.model import UNCATEGORIZED, Doc, Query
 
 KNOWN_CATEGORIES = ("literal", "paraphrase", "multi-hop", "unanswerable")
-# the datasets that travel inside the package (and the wheel), found wherever it is installed
-SHIPPED_FOLDER = Path(__file__).resolve().parent / "shipped"
+# The datasets live in the checkout's top-level data/, the shipped ones and a user's own. The
+# wheel carries the shipped ones inside the package as rag_bench/data/shipped (pyproject.toml
+# maps data/ there), so an installed rag-bench finds them there, a checkout or an editable
+# install at the top.
+INSTALLED_FOLDER = Path(__file__).resolve().parent / "shipped"
+SHIPPED_FOLDER = (
+    INSTALLED_FOLDER if INSTALLED_FOLDER.is_dir() else Path(__file__).resolve().parents[2] / "data"
+)
+# the datasets rag-bench ships (the wheel's package-data lists the same folders, and "example")
+SHIPPED = ("kestrel-kb", "lumen-mall-zh", "seed-example")
 DEFAULT_DATASET = "kestrel-kb"
 
 
@@ -181,22 +189,29 @@ def _digest(paths: list[Path]) -> str:
 
 def shipped_datasets() -> list[str]:
     """The names of the datasets shipped with rag-bench."""
-    return sorted(p.parent.name for p in SHIPPED_FOLDER.glob("*/corpus.jsonl"))
+    return [name for name in SHIPPED if (SHIPPED_FOLDER / name / "corpus.jsonl").is_file()]
+
+
+def is_shipped(folder: Path) -> bool:
+    """Whether ``folder`` is one of the shipped datasets (never edited in place)."""
+    resolved = folder.resolve()
+    return any(resolved.is_relative_to(SHIPPED_FOLDER / name) for name in SHIPPED)
 
 
 def dataset_folder(path: str | Path | None = None) -> Path:
     """The folder of a dataset given as a folder or, when no such folder exists, as the name of
-    a shipped dataset; None is the default shipped dataset (kestrel-kb)."""
+    a dataset in the data folder (a shipped one, or in a checkout one of the user's own in
+    ``data/``); None is the default shipped dataset (kestrel-kb)."""
     folder = Path(path if path is not None else SHIPPED_FOLDER / DEFAULT_DATASET)
     if folder.is_dir():
         return folder
-    names = shipped_datasets()
-    if str(path) in names:
-        return SHIPPED_FOLDER / str(path)
+    named = SHIPPED_FOLDER / str(path)
+    if (named / "corpus.jsonl").is_file() and named.parent == SHIPPED_FOLDER:
+        return named
     raise DataError(
         folder,
         "no such dataset folder",
-        f"give the folder holding corpus.jsonl, or a shipped dataset: {', '.join(names)}",
+        f"give the folder holding corpus.jsonl, or a shipped dataset: {', '.join(SHIPPED)}",
     )
 
 

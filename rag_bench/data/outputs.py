@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rag_bench.data.answers import RecordedAnswer
 from rag_bench.errors import DataError, first_line
@@ -164,7 +165,7 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict]]:
                 "quote fields that contain commas",
                 number,
             )
-        record = {k: v for k, v in zip(names, values) if v != ""}
+        record: dict[str, Any] = {k: v for k, v in zip(names, values) if v != ""}
         for name in ("context_k", *OPTIONAL_NUMBERS):
             if name in record:
                 record[name] = _number(record[name], name, path, number)

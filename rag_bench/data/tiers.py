@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_bench.data import SAMPLED_TIERS, TIERS
-from rag_bench.data.dataset import SHIPPED_FOLDER, Dataset
+from rag_bench.data.dataset import Dataset, is_shipped
 from rag_bench.errors import DataError, UnknownNameError, UsageError, check_number
 from rag_bench.io.durable import atomic_write
 from rag_bench.model import Query
@@ -116,10 +116,10 @@ def write_tier(dataset: Dataset, tier: str, ids: Iterable[str]) -> int:
     """Tag exactly the queries ``ids`` with ``tier`` in the loaded ``dataset``'s
     ``queries.jsonl`` (adding the tag where missing, removing it elsewhere), rewriting only the
     lines that change, in one atomic write. Returns the number of lines changed. The shipped
-    datasets are refused: they live inside the installed package."""
+    datasets are refused: they are rag-bench's own, in the wheel or the checkout's data/."""
     check_tier(tier, SAMPLED_TIERS)
     path = Path(dataset.path) / "queries.jsonl"
-    if path.resolve().is_relative_to(SHIPPED_FOLDER):
+    if is_shipped(path):
         raise DataError(path, "a shipped dataset is not edited in place", "copy its folder first")
     wanted = set(ids)
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)

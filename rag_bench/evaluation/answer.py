@@ -105,7 +105,7 @@ def context_metrics(e: AnswerEvidence, ks: Sequence[int], analyzer) -> dict[str,
         if gold_terms and len(found) < len(gold_terms):
             found |= gold_terms & set(analyzer.terms(chunk.text))
         found_upto.append(len(found))
-        spans[i] = bool(gold) and contains(chunk.text, gold)
+        spans[i] = contains(chunk.text, gold) if gold else False
     spans = np.logical_or.accumulate(spans) if len(spans) else spans
     for k in ks:
         n = min(k, len(ranking))

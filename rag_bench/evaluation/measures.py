@@ -21,8 +21,15 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING, TypeVar
 
 from rag_bench.errors import UnknownNameError, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# one difference or an array of them (numpy stays unimported until a metric is computed)
+Delta = TypeVar("Delta", float, "np.ndarray")
 
 
 class Cutoff(Enum):
@@ -388,7 +395,7 @@ def lower_is_better(metric: str) -> bool:
     return family_of(metric).better is Better.LOWER
 
 
-def improvement(metric: str, delta: float) -> float:
+def improvement(metric: str, delta: Delta) -> Delta:
     """``delta`` (new − old) turned so that a positive value is an improvement."""
     return -delta if lower_is_better(metric) else delta
 

@@ -100,6 +100,7 @@ def _ranks(rows: np.ndarray, query_codes, score, doc_ids: IdColumn, ordered: boo
     """
     keys = None if ordered else score
     starts = run_starts(query_codes)
+    rank_of: Callable[[np.ndarray], np.ndarray]
     if _grouped_in_order(query_codes, starts, keys):
         order = None
         rank_of = partial(_distance_from_start, starts)
@@ -374,7 +375,8 @@ def _within_query_cumsum(qidx: np.ndarray, values: np.ndarray) -> np.ndarray:
     return total - before[group]
 
 
-KERNELS: dict[str, Callable[[RankedJudgements, int | None], np.ndarray]] = {
+# a kernel takes the judgements and a cutoff (int, or None where the metric has none)
+KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "precision": precision,
     "recall": recall,
     "hit": hit,

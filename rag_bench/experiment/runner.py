@@ -251,7 +251,7 @@ class _Plan:
     spec: Any
     resolved: dict
     data: Dataset
-    ks: tuple[int, ...]
+    ks: Sequence[int]
     depth: int
     selection: Selection
     created: datetime

@@ -102,6 +102,7 @@ class Cache:
         shutil.rmtree(hidden, ignore_errors=True)
 
     def _store(self, folder: Path, value: Any, save: Callable[[Any, Path], None]) -> None:
+        assert self.root is not None  # only an enabled cache stores
         staging = self.root / f".{folder.name}-{secrets.token_hex(4)}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -122,6 +123,7 @@ class Cache:
 
     def _clean_stale(self) -> None:
         """Remove staging folders that processes which ended (e.g. killed) left behind."""
+        assert self.root is not None  # only an enabled cache stores
         now = time.time()
         with contextlib.suppress(OSError):
             for entry in self.root.iterdir():
@@ -148,6 +150,7 @@ class Blocks:
         self.folder = folder
 
     def _path(self, number: int) -> Path:
+        assert self.folder is not None  # a disabled checkpoint reads and writes no block
         return self.folder / f"block-{number:06d}.npy"
 
     def load(self, number: int) -> np.ndarray | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from rag_bench.errors import DataError
 from rag_bench.io.textfile import text_lines
@@ -48,9 +49,10 @@ def field(
     line: int,
     *,
     required: bool = False,
-    default: object = None,
-) -> object:
-    """Fetch ``record[name]`` checking its JSON type; ids given as numbers become strings."""
+    default: Any = None,
+) -> Any:
+    """Fetch ``record[name]`` checking its JSON type; ids given as numbers become strings. The
+    value is of type ``kind`` (checked here, at run time), hence ``Any`` to the type checker."""
     if name not in record or record[name] is None:
         if required:
             raise DataError(path, f"missing field {name!r}", f'add "{name}" to the object', line)

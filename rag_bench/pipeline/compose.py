@@ -124,7 +124,7 @@ class Pipeline:
                     )
                 else:
                     if Capability.PREPARE in retriever.capabilities:
-                        retriever.prepare(dataset, self.chunks, self.analyzer)
+                        retriever.prepare(dataset, self.chunks, self.analyzer)  # type: ignore[union-attr]  # PREPARE declares it
                     report.cached[retriever.stage] = False
             report.seconds[f"index_{retriever.stage}"] = took.seconds
         parts = {"reranker": self.reranker, "generator": self.generator, "judge": self.judge}
@@ -218,7 +218,7 @@ class Pipeline:
                 _absorb({"encoder": encoder}, counted)
             blocks.save(number, vectors)
             parts[number] = vectors
-        index.embeddings = np.vstack(parts)
+        index.embeddings = np.vstack(parts)  # type: ignore[arg-type]  # every block is filled now
 
     def _metered(self) -> dict[str, Any]:
         """The components that call paid services (declaring METERED), by slot."""
@@ -245,7 +245,7 @@ class Pipeline:
     def select_queries(self, query_ids: Sequence[str]) -> list[str]:
         for retriever in self.retrievers:
             if Capability.SELECTS_QUERIES in retriever.capabilities:
-                query_ids = retriever.select_queries(query_ids)
+                query_ids = retriever.select_queries(query_ids)  # type: ignore[union-attr]  # declared
         return list(query_ids)
 
     def retrieve(
@@ -373,11 +373,11 @@ class Pipeline:
         keys: list[str | None] = [None] * len(queries)
         todo: list[list[int]] = []
         for start in range(0, len(queries), BATCH):
-            block = range(start, min(start + BATCH, len(queries)))
+            block: Sequence[int] = range(start, min(start + BATCH, len(queries)))
             if checkpoint is not None:
                 for i in block:
-                    keys[i] = self._answer_key(queries[i], stages[i])
-                    found = checkpoint.lookup(queries[i].id, keys[i])
+                    keys[i] = key = self._answer_key(queries[i], stages[i])
+                    found = checkpoint.lookup(queries[i].id, key)
                     results[i] = self._restore(found, stages[i], timings[i])
             missing = [i for i in block if results[i] is None]
             if missing:
@@ -392,9 +392,9 @@ class Pipeline:
             for i, result in zip(block, fresh):
                 results[i] = result
             if checkpoint is not None:
-                checkpoint.save([(queries[i].id, keys[i], results[i]) for i in block])
+                checkpoint.save([(queries[i].id, keys[i], results[i]) for i in block])  # type: ignore[misc]  # all set
                 pause_point("answer")
-        return results
+        return results  # type: ignore[return-value]  # every query is answered or restored now
 
     def _answer_key(self, query: Query, stages: dict[str, Hits]) -> str:
         """What an answer is computed from: the query and its final chunk ranking."""

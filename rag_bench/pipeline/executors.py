@@ -171,6 +171,7 @@ class RayExecutor:
 
     def map(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> Iterator[R]:
         reference = [self.share(shared)]  # in a list: the task resolves it, once per worker
+        assert self.workers is not None  # start() has set it
         outstanding: dict[int, Any] = {}  # tasks submitted and not yet fetched, by id
 
         def submit(item):

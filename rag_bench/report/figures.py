@@ -136,7 +136,7 @@ def scatter_chart(pairs: pd.DataFrame, metric: str, a_label: str, b_label: str) 
     def up(v: float) -> float:
         return size - at(v) + 10
 
-    gain = improvement(metric, pairs["delta"])
+    gain = pd.Series(improvement(metric, pairs["delta"]))  # per query, as the deltas
     better, worse = int((gain > TIE).sum()), int((gain < -TIE).sum())
     side = "below" if lower_is_better(metric) else "above"
     body = [

@@ -6,6 +6,7 @@ Every string that comes from the data passes through :func:`e` before it reaches
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,7 +53,7 @@ def table(head: list[str], rows: list[str], cls: str) -> str:
     )
 
 
-def codes(items: object) -> str:
+def codes(items: Any) -> str:
     """A list of ids as code, or a dash when empty."""
     if items is None or (not isinstance(items, str) and not len(items)):
         return "–"

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from rag_bench.evaluation.measures import lower_is_better
@@ -158,7 +160,7 @@ def failures(data: ReportData) -> str:
     )
 
 
-def _relevance(grade: object) -> str:
+def _relevance(grade: Any) -> str:
     if pd.isna(grade):
         return "<span class='unjudged' title='not judged: counts as not relevant'>–</span>"
     grade = int(grade)

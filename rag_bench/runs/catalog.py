@@ -187,8 +187,9 @@ def read_manifest(where: RunLocation | Path) -> dict:
     else:
         name, shown = where.name, str(where / LEGACY_MANIFEST)
         reading = None
+        legacy = where / LEGACY_MANIFEST
     try:
-        data = reading if reading is not None else (where / LEGACY_MANIFEST).read_bytes()
+        data = reading if reading is not None else legacy.read_bytes()
         manifest = json.loads(data.decode("utf-8"))
     except (OSError, ValueError, RecursionError) as exc:
         why = "nested too deep" if isinstance(exc, RecursionError) else first_line(exc)

@@ -71,7 +71,8 @@ def write_run(runs: RunsFolder, locks: Locks, run_id: str, manifest: dict, table
     reader sees the whole run or nothing. On failure (a full disk, a read-only folder, a
     refusing object store) nothing is left behind and the error names the cause.
     """
-    run = RunLocation(runs, run_id, str(manifest["variant"]))
+    variant = str(manifest["variant"])
+    run = RunLocation(runs, run_id, variant)
     staging = runs.bookkeeping / f"{STAGING}{run_id}-{secrets.token_hex(4)}"
     placed = False
     try:
@@ -94,7 +95,7 @@ def write_run(runs: RunsFolder, locks: Locks, run_id: str, manifest: dict, table
         if placed:  # failed between placing the tables and committing: take them back
             with contextlib.suppress(OSError, RagBenchError):
                 for table in TABLES:
-                    delete_partition(runs, partition(table, run.variant, run_id))
+                    delete_partition(runs, partition(table, variant, run_id))
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
         locks.release(run_id)
@@ -118,9 +119,10 @@ def _stage_tables(staging: Path, run: RunLocation, tables) -> None:
 
 def _place_tables(staging: Path, run: RunLocation) -> None:
     """Move (or upload) the staged partitions to their places; not yet visible to rag-bench."""
-    runs = run.runs
+    runs, variant = run.runs, run.variant
+    assert variant is not None  # a run being written knows its variant
     for table in TABLES:
-        parts = partition(table, run.variant, run.run_id)
+        parts = partition(table, variant, run.run_id)
         source = staging.joinpath(*parts)
         if runs.local is None:
             runs.upload(source / PART, *parts, PART)

@@ -80,7 +80,9 @@ class RunsFolder:
         """The path or URL a person reads in a message."""
         if self.local is not None:
             return str(self.local.joinpath(*parts))
-        scheme = URL.match(self.given).group(1)
+        found = URL.match(self.given)
+        assert found is not None  # a folder that is not local was given as a URL
+        scheme = found.group(1)
         return f"{scheme}://" + self.path(*parts)
 
     # --- operations (pyarrow errors become one-line RemoteErrors) --------------------------

@@ -17,6 +17,7 @@ import re
 import secrets
 from datetime import datetime
 from pathlib import Path
+from typing import TypeGuard
 
 from rag_bench.errors import RagBenchError
 from rag_bench.runs.layout import lock_name
@@ -25,7 +26,7 @@ RUN_ID = re.compile(r"[^\s\x00-\x1f\"#%'*/:=?\\\x7f{}\[\]^.][^\s\x00-\x1f\"#%'*/
 MAX_RUN_ID = 200
 
 
-def is_run_id(value: object) -> bool:
+def is_run_id(value: object) -> TypeGuard[str]:
     """Whether ``value`` is a run id that is safe as one path segment."""
     return (
         isinstance(value, str) and len(value) <= MAX_RUN_ID and RUN_ID.fullmatch(value) is not None
@@ -39,7 +40,7 @@ def check_run_id(value: object, where: str) -> str:
             f"{where} names an invalid run id {str(value)[:80]!r}",
             "a run id is one name without slashes, spaces or a leading dot; remove that file",
         )
-    return value  # type: ignore[return-value]
+    return value
 
 
 def new_run_id(variant: str, created: datetime) -> str:

@@ -94,7 +94,11 @@ def connect(
     over ``chosen``; it reads no file at all unless ``allow_files``, and writes none."""
     import duckdb
 
-    config = {**SEALED, "enable_external_access": allow_files, "lock_configuration": True}
+    config: dict[str, str | bool | int | float | list[str]] = {
+        **SEALED,
+        "enable_external_access": allow_files,
+        "lock_configuration": True,
+    }
     con = duckdb.connect(config=config)
     con.register("runs_frame", runs_frame(listed))
     con.execute("CREATE VIEW runs AS SELECT * FROM runs_frame")

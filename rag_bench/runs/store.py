@@ -13,6 +13,7 @@ this object combines them.
 
 from __future__ import annotations
 
+import builtins  # `list` is a method of RunStore: its annotations name the type this way
 import os
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -149,7 +150,7 @@ class RunStore:
                 raise
             return found[0]
 
-    def _chosen(self, runs: Sequence[str | StoredRun] | str | None) -> list[StoredRun]:
+    def _chosen(self, runs: Sequence[str | StoredRun] | str | None) -> builtins.list[StoredRun]:
         """The runs named by references (or given as stored runs); None: every readable run."""
         if runs is None:
             return self.list()
@@ -280,11 +281,11 @@ class RunStore:
             self.refresh()
         return StoredRun(run_id, location, manifest)
 
-    def clean_stale(self) -> list[str]:
+    def clean_stale(self) -> builtins.list[str]:
         """Remove what ended processes left behind; see :mod:`rag_bench.runs.stale`."""
         return clean_stale(self.folder, self.locks)
 
-    def upgrade(self) -> list[str]:
+    def upgrade(self) -> builtins.list[str]:
         """Rewrite runs of the first layout into the current one; returns the ids rewritten."""
         try:
             return upgrade_runs(self.folder, self.locks)

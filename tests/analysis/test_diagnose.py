@@ -11,7 +11,7 @@ from rag_bench.analysis.diagnose import diagnose_run
 from rag_bench.experiment.runner import run_variant
 from rag_bench.runs import open_runs
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,8 @@ sys.path.insert(0, str(BENCHMARKS))
 import bench_eval  # noqa: E402
 import generate  # noqa: E402
 
+from conftest import require  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> tuple[Path, Path]:
@@ -28,7 +30,7 @@ def installed(name: str) -> bool:
 
 
 def test_rag_bench_agrees_with_pytrec_eval_and_peers_run(files):
-    pytest.importorskip("pytrec_eval")
+    require("pytrec_eval")
     names = [name for name in bench_eval.TOOLS if installed(name) and name != "ranx"]
     tools = {}
     for name in names:

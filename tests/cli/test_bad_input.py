@@ -30,8 +30,6 @@ from runs_helpers import copy_run, fingerprint, locate, manifest_file, table_fil
 from conftest import EXAMPLE, ROOT, SHIPPED
 from rag_bench.experiment.runner import Selection, run_variant
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 BAD = "20000101-000000-baseline-beef"  # a run whose manifest or part is spoilt
 TWIN = "20000101-000000-baseline-0c0c"  # a copy of the good run, to compare with
 

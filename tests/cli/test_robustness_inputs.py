@@ -12,10 +12,8 @@ import pytest
 from processes import hidden, visible
 from runs_helpers import fingerprint
 
-from conftest import EXAMPLE, SHIPPED, assert_one_line_error
+from conftest import EXAMPLE, SHIPPED, assert_one_line_error, require
 from rag_bench.experiment.runner import Selection, run_variant
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 SMOKE = Selection(tag="smoke")
 
@@ -240,7 +238,7 @@ def test_an_injected_instruction_in_a_document_changes_no_verdict(tmp_path, judg
 
 
 def test_the_llm_judge_prompt_fences_an_injected_document(tmp_path):
-    pytest.importorskip("httpx")
+    require("httpx")
     from rag_bench.components.openai.judge import LLMJudge
     from rag_bench.model import Chunk, Claim, Query
 

@@ -12,7 +12,7 @@ from rag_bench.experiment.runner import run_variant
 
 pytestmark = pytest.mark.slow  # two full-dataset runs
 
-EXAMPLE = ROOT / "rag_bench" / "data" / "shipped" / "example"
+EXAMPLE = ROOT / "data" / "example"
 
 
 @pytest.fixture(scope="module")

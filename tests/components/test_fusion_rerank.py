@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import SHIPPED, assert_one_line_error
+from conftest import SHIPPED, assert_one_line_error, require
 from rag_bench.components.fusion import ReciprocalRankFusion, WeightedScoreFusion, rescale
 from rag_bench.components.rerank import FEATURES, LearnedReranker, PassageFeatures, linear
 from rag_bench.errors import UsageError
@@ -48,7 +48,13 @@ def test_a_blend_by_zscore_and_by_minmax():
     # by standard deviations (sparse 4.028, dense 0.3266) the dense list's spread counts more
     by_spread = WeightedScoreFusion((0.5, 0.5), "zscore").fuse([sparse, dense], 10)
     assert by_spread.index.tolist() == [1, 2, 0]
-    assert by_spread.score.tolist() == pytest.approx([1.605, 1.225, 1.117], abs=1e-3)
+    # the reference: scipy's z-scores (population sd), shifted to start at each list's lowest
+    zscore = require("scipy.stats").zscore
+    z_sparse = dict(zip(sparse.index.tolist(), zscore(sparse.score) - zscore(sparse.score).min()))
+    z_dense = dict(zip(dense.index.tolist(), zscore(dense.score) - zscore(dense.score).min()))
+    expected = {doc: 0.5 * z_sparse[doc] + 0.5 * z_dense[doc] for doc in z_sparse}
+    fused = dict(zip(by_spread.index.tolist(), by_spread.score.tolist()))
+    assert fused == pytest.approx(expected, rel=1e-12)
     dense_only = WeightedScoreFusion((0.0, 1.0), "zscore").fuse([sparse, dense], 10)
     assert dense_only.index.tolist()[0] == 2
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, assert_one_line_error
 from rag_bench.runs import open_runs
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 
 
 @pytest.fixture

@@ -69,7 +69,10 @@ def test_claim_without_content_words_is_not_judged(lexical):
 
 
 def test_fabricated_claim(lexical):
-    assert not verdict(lexical, "Every order ships free of charge worldwide.").supported
+    """A claim no passage backs gets a verdict, and the verdict is "unsupported": grade 0, no
+    supporting document (``not v.supported`` alone would pass on no verdict at all, None)."""
+    v = verdict(lexical, "Every order ships free of charge worldwide.")
+    assert (v.grade, v.supported, v.supported_by) == (0, False, ())
 
 
 def test_helpers():
@@ -80,7 +83,7 @@ def test_helpers():
 
 
 def test_annotated_judge_uses_the_labels():
-    data = load_dataset(ROOT / "rag_bench" / "data" / "shipped" / "seed-example")
+    data = load_dataset(ROOT / "data" / "seed-example")
     judge = AnnotatedJudge()
     judge.prepare(data, [], None)
     recorded = data.answers["q1"]
@@ -92,7 +95,7 @@ def test_annotated_judge_uses_the_labels():
 
 
 def test_annotated_judge_without_labels_says_what_to_do():
-    data = load_dataset(ROOT / "rag_bench" / "data" / "shipped" / "seed-example")
+    data = load_dataset(ROOT / "data" / "seed-example")
     judge = AnnotatedJudge()
     judge.prepare(data, [], None)
     with pytest.raises(RagBenchError, match="--judge lexical"):

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, SHIPPED, assert_one_line_error
+from conftest import ROOT, SHIPPED, assert_one_line_error, require
 from fake_openai import KEY, default_chat, fake_vector
 
-pytest.importorskip("httpx", reason="the openai extra (httpx) is not installed")
+require("httpx", "pip install 'rag-bench[openai]'")
 
 from rag_bench.components.chunking import Chunk  # noqa: E402
 from rag_bench.components.openai.client import EndpointError  # noqa: E402
@@ -27,13 +27,11 @@ from rag_bench.components.openai.judge import LLMJudge, parse_verdicts  # noqa: 
 from rag_bench.data.dataset import Query  # noqa: E402
 from rag_bench.errors import MissingBackendError, UsageError  # noqa: E402
 from rag_bench.experiment.runner import Selection, run_variant  # noqa: E402
-from rag_bench.model import Claim
+from rag_bench.model import Claim  # noqa: E402
 from rag_bench.text.claims import split_claims  # noqa: E402
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 FAST = {"retry_backoff": 0.0, "timeout": 5.0}
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def chunk(doc_id: str, text: str, title: str = "") -> Chunk:

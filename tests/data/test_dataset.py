@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -209,3 +210,19 @@ def test_a_category_misspelt_against_the_datasets_own_categories_is_warned(tmp_p
     assert len(warnings) == 1
     assert warnings[0].startswith(f"{folder / 'queries.jsonl'}:4: category 'logistcs' looks like")
     assert "a typo of 'logistics'" in warnings[0]
+
+
+def test_the_data_folder_holds_a_users_own_datasets_by_name(tmp_path, monkeypatch):
+    """A dataset folder put beside the shipped ones (data/ of a checkout) is named by its name;
+    it is not a shipped one, so tiers may rewrite it; a name cannot climb out of the folder."""
+    from rag_bench.data import dataset
+
+    data = tmp_path / "data"
+    shutil.copytree(SHIPPED_FOLDER / "seed-example", data / "seed-example")
+    write(data / "my-kb")
+    monkeypatch.setattr(dataset, "SHIPPED_FOLDER", data)
+    monkeypatch.chdir(tmp_path / "data" / "my-kb")  # no folder named "my-kb" here
+    assert load_dataset("my-kb").path == data / "my-kb"
+    assert dataset.is_shipped(data / "seed-example") and not dataset.is_shipped(data / "my-kb")
+    assert shipped_datasets() == ["seed-example"]
+    expect_error("../data/my-kb", "no such dataset folder")

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_one_line_error
+from conftest import assert_one_line_error, require
 from rag_bench import evaluate_run, load_qrels, load_run
 from rag_bench.errors import DataError, RagBenchError
 from rag_bench.evaluation.measures import canonical
 from rag_bench.io import tabular
 
-pytrec_eval = pytest.importorskip("pytrec_eval")
+pytrec_eval = require("pytrec_eval")
 
 QRELS = {
     "q1": {"d1": 2, "d2": -1, "d3": 1, "d4": 0},

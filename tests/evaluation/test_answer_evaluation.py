@@ -17,7 +17,7 @@ from rag_bench.evaluation.correctness import contains, token_f1
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES, Case, diagnose
 from rag_bench.model import Chunk, Claim, Query, Verdict
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 
 
 def stored(run_dir, table):
@@ -329,9 +329,7 @@ def test_judge_agreement_json_with_undefined_statistics(rag_bench, tmp_path):
     # print as null, not crash
     import shutil
 
-    data = shutil.copytree(
-        ROOT / "rag_bench" / "data" / "shipped" / "seed-example", tmp_path / "seed"
-    )
+    data = shutil.copytree(ROOT / "data" / "seed-example", tmp_path / "seed")
     answers = [json.loads(line) for line in (data / "answers.jsonl").read_text().splitlines()]
     answers[0]["claims"] = answers[0]["claims"][:2]
     answers[0]["answer"] = "Items can be returned within 7 days [d1]. Fresh food is excluded [d2]."

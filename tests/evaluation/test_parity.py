@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import require
 from rag_bench import Qrels, Run, evaluate_run, load_qrels, load_run
 from rag_bench.evaluation.measures import canonical
 
-pytrec_eval = pytest.importorskip("pytrec_eval")
-ir_measures = pytest.importorskip("ir_measures")
+pytrec_eval = require("pytrec_eval")
+ir_measures = require("ir_measures")
 
 CUTOFFS = (1, 3, 5, 10, 20)
 TREC_NAMES = {

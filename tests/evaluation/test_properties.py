@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runs_helpers import read_table
 
+from conftest import require
 from rag_bench import Qrels, Run, evaluate_run
 from rag_bench.runs import TABLES, open_runs
 from rag_bench.runs.catalog import read_manifest
@@ -177,7 +178,7 @@ def test_ties_are_broken_by_doc_id_descending_and_nothing_else(case, rnd):
     assert ordered == values(qrels, run)
 
 
-pytrec_eval = pytest.importorskip("pytrec_eval")
+pytrec_eval = require("pytrec_eval")
 TREC = {
     "precision": "P",
     "recall": "recall",

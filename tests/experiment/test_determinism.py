@@ -43,7 +43,7 @@ def traces_in_a_new_process(tmp_path, variant: str, dataset, hash_seed: int) -> 
     "variant, dataset",
     [
         ("hybrid_rerank", SHIPPED),
-        ("hybrid_rerank", ROOT / "rag_bench" / "data" / "shipped" / "lumen-mall-zh"),
+        ("hybrid_rerank", ROOT / "data" / "lumen-mall-zh"),
     ],
 )
 def test_traces_do_not_depend_on_the_hash_seed(tmp_path, variant, dataset):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import SHIPPED, assert_one_line_error
+from conftest import SHIPPED, assert_one_line_error, require
 from rag_bench.runs import open_runs
 
 pytestmark = pytest.mark.slow  # full-dataset runs exported and imported
@@ -72,7 +72,7 @@ def test_export_then_import_is_the_same_run(stored, rag_bench, tmp_path):
 
 
 def test_trec_export_rescored_by_pytrec_eval_gives_the_stored_metrics(stored, rag_bench, tmp_path):
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    pytrec_eval = require("pytrec_eval")
     runs, run_id = stored
     out = rag_bench("export", run_id, "--runs-dir", runs)
     assert out.exit_code == 0, out.stderr

@@ -24,7 +24,6 @@ from rag_bench.experiment.runner import run_variant
 from rag_bench.io.signals import interrupted_status, interruptible
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
 ]
 

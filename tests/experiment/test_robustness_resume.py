@@ -25,14 +25,13 @@ from processes import (
 )
 from runs_helpers import locate, manifest_file
 
-from conftest import SHIPPED, assert_one_line_error
+from conftest import SHIPPED, assert_one_line_error, require
 from rag_bench.components.openai.client import EndpointError
 from rag_bench.experiment.runner import Selection, resume_run, run_variant
 from rag_bench.pipeline import compose
 from rag_bench.runs import open_runs
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock"),
 ]
 
@@ -270,7 +269,7 @@ LLM_OPTIONS = [
 
 @pytest.mark.signals
 def test_ctrl_c_during_llm_answering_then_resume_repeats_no_request(tmp_path, llm, index_cache):
-    pytest.importorskip("httpx")
+    require("httpx")
     runs = tmp_path / "runs"
     args = ["run", "--variant", "baseline", "--sample", "80", "--seed", "3", "--runs-dir", runs]
     for option in LLM_OPTIONS:

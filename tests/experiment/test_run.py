@@ -15,8 +15,6 @@ from rag_bench.experiment.runner import DEFAULT_KS, Selection, run_variant
 from rag_bench.experiment.traces import ranking_measures
 from rag_bench.runs import TABLES
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 
 @pytest.fixture(scope="module")
 def smoke_runs(tmp_path_factory, index_cache):
@@ -96,16 +94,19 @@ def test_sample_is_seeded_and_recorded(tmp_path):
 
 
 def test_recorded_variant_replays_answers(smoke_runs):
-    recorded = smoke_runs["recorded"]
+    """Every query of the run (every smoke query with a recorded answer) has its recorded answer
+    and its recorded ranking, deduplicated, as the stored document ranking: all rows, not one."""
     from rag_bench.data.dataset import load_dataset
 
-    answers = load_dataset(SHIPPED).answers
-    assert set(recorded.queries["query_id"]) <= set(answers)
-    row = recorded.queries.iloc[0]
-    assert row["answer"] == answers[row["query_id"]].answer
-    docs = recorded.tables["retrieved"]
-    first = docs[(docs["stage"] == "documents") & (docs["query_id"] == row["query_id"])]
-    assert list(first["doc_id"]) == list(dict.fromkeys(answers[row["query_id"]].ranking))
+    data = load_dataset(SHIPPED)
+    recorded = smoke_runs["recorded"].queries.set_index("query_id")
+    smoke = {q for q, query in data.queries.items() if "smoke" in query.tags}
+    assert len(recorded) > 1 and set(recorded.index) == smoke & set(data.answers)
+    assert recorded["answer"].to_dict() == {q: data.answers[q].answer for q in recorded.index}
+    docs = smoke_runs["recorded"].tables["retrieved"]
+    docs = docs[docs["stage"] == "documents"].sort_values(["query_id", "rank"])
+    replayed = docs.groupby("query_id")["doc_id"].agg(list).to_dict()
+    assert replayed == {q: list(dict.fromkeys(data.answers[q].ranking)) for q in recorded.index}
 
 
 def test_cli_run_prints_summary_and_stores(rag_bench, tmp_path):

@@ -14,7 +14,7 @@ from rag_bench.runs import open_runs
 
 pytestmark = pytest.mark.slow  # a grid of runs
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 
 
 def test_the_grid_is_every_combination_first_axis_slowest():

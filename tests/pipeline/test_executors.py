@@ -10,15 +10,13 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import SHIPPED, assert_one_line_error
+from conftest import SHIPPED, assert_one_line_error, require
 from rag_bench.components.registry import registry, resolve
 from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import UsageError
 from rag_bench.experiment.runner import Selection, run_variant
 from rag_bench.pipeline.compose import Pipeline
 from rag_bench.pipeline.executors import LocalExecutor, make_executor
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 SMOKE = Selection(tag="smoke")
 
@@ -139,7 +137,7 @@ def test_a_copied_llm_client_carries_no_key_and_hands_back_its_counts(fake):
 
 @pytest.fixture(scope="module")
 def ray_executor():
-    pytest.importorskip("ray", reason="the ray extra is not installed")
+    require("ray", "pip install 'rag-bench[ray]'")
     from rag_bench.pipeline.executors import RayExecutor
 
     executor = RayExecutor(workers=2)
@@ -213,7 +211,7 @@ def test_ray_embeds_the_corpus_in_blocks_and_counts_every_request(
 
 @pytest.mark.ray
 def test_a_pipeline_that_does_not_pickle_is_one_clear_line(tmp_path, rag_bench, monkeypatch):
-    pytest.importorskip("ray", reason="the ray extra is not installed")
+    require("ray", "pip install 'rag-bench[ray]'")
     import rag_bench.components.generate as generate
 
     monkeypatch.setattr(generate.ExtractiveGenerator, "__reduce__", _unpicklable, raising=False)
@@ -230,7 +228,7 @@ def _unpicklable(self):
 
 @pytest.mark.ray
 def test_an_unreachable_ray_address_is_one_line_at_once(tmp_path, rag_bench):
-    pytest.importorskip("ray", reason="the ray extra is not installed")
+    require("ray", "pip install 'rag-bench[ray]'")
     outcome = rag_bench(
         "run", "--variant", "baseline", "--tag", "smoke", "--runs-dir", tmp_path,
         "--executor", "ray", "--address", "127.0.0.1:1",

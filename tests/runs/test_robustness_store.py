@@ -28,8 +28,6 @@ from rag_bench.io.cache import Cache
 from rag_bench.pipeline import compose
 from rag_bench.pipeline.compose import Pipeline
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 SMOKE = Selection(tag="smoke")
 SMOKE_RUN = ["run", "--variant", "baseline", "--tag", "smoke", "--format", "csv"]
 

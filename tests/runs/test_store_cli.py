@@ -241,9 +241,7 @@ def test_compare_refuses_itself_and_other_datasets(rag_bench, store, tmp_path):
     assert_one_line_error(
         rag_bench("compare", ids["baseline"], ids["baseline"], "--runs-dir", runs), "itself"
     )
-    other = run_variant(
-        "recorded", ROOT / "rag_bench" / "data" / "shipped" / "seed-example", runs_dir=runs
-    ).run_id
+    other = run_variant("recorded", ROOT / "data" / "seed-example", runs_dir=runs).run_id
     assert_one_line_error(
         rag_bench("compare", ids["baseline"], other, "--runs-dir", runs),
         "different datasets",

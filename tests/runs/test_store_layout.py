@@ -20,8 +20,6 @@ from conftest import assert_one_line_error
 from rag_bench.experiment.runner import Selection
 from rag_bench.runs import TABLES, open_runs
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
 SMOKE = Selection(tag="smoke")
 
 

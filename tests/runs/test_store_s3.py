@@ -10,17 +10,17 @@ import socket
 import pytest
 from runs_helpers import committed_ids
 
-from conftest import assert_one_line_error
+from conftest import assert_one_line_error, require
 
 # a moto S3 server per module and runs written over HTTP: seconds each
-pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 SECRET = "s3cr3t-never-stored-0123456789"
 
 
 @pytest.fixture(scope="module")
 def endpoint():
-    server_module = pytest.importorskip("moto.server", reason="needs moto[server] (dev extra)")
+    server_module = require("moto.server")
     server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server.start()

@@ -209,7 +209,7 @@ class LLMClient:
         from the cache, and the tokens of both; ``cost_usd`` of the tokens actually paid for
         when prices are set."""
         with self._lock:
-            counts = dict(self._counts)
+            counts: dict[str, float] = dict(self._counts)
         prompt_price, completion_price = self.prices
         if prompt_price or completion_price:
             counts["cost_usd"] = round(
@@ -346,7 +346,7 @@ class LLMClient:
     # --- accounting and cache ------------------------------------------------------------
 
     def _account(self, reply: dict, cached: bool) -> None:
-        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        usage = reply["usage"] if isinstance(reply.get("usage"), dict) else {}
         prompt = _count(usage.get("prompt_tokens", usage.get("total_tokens")))
         completion = _count(usage.get("completion_tokens"))
         with self._lock:
@@ -360,6 +360,7 @@ class LLMClient:
                 self._counts["completion_tokens"] += completion
 
     def _cache_path(self, key: str) -> Path:
+        assert self.cache_root is not None  # asked only when the cache is on
         return self.cache_root / key[:2] / f"{key}.json"
 
     def _cache_read(self, key: str) -> dict | None:

@@ -226,7 +226,7 @@ class LLMJudge(EndpointComponent, Judge):
         )
         super().__init__(**http)
         self._lock = threading.Lock()
-        self._stats = Counter()
+        self._stats: Counter[str] = Counter()
 
     # --- requests ------------------------------------------------------------------------
 
