@@ -238,7 +238,7 @@ class LexicalJudge(Judge):
             return Grading(0, 0.0, "the passage has no sentence", "")
         closest = max(range(len(windows)), key=lambda i: (coverage[i], -len(windows[i])))
         best, evidence = coverage[closest], windows[closest]
-        missing = numbers(claim) - numbers(passage)
+        missing = numbers(claim) - numbers(passage, lenient=True)
         if missing:
             return Grading(0, best, f"the passage lacks the number {min(missing)}", evidence)
         if UNIVERSAL.search(claim) and not UNIVERSAL.search(passage):
