@@ -115,8 +115,8 @@ def _name_span(text: str, match: re.Match) -> tuple[int, int]:
     plain = first[1:].islower() or len(first) == 1
     if lone and plain and SENTENCE_START.search(text[:start]):
         return start, start
-    if lone and re.search(r"\d\s*$", text[:start]) and len(first) <= 3:
-        return start, start  # a unit: 31.2 W, 48 TB
+    if lone and re.search(r"\d\s*°?$", text[:start]) and len(first) <= 3:
+        return start, start  # a unit: 31.2 W, 48 TB, 100 °C
     return start, end
 
 
