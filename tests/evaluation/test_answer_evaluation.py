@@ -409,6 +409,9 @@ def test_key_facts_of_public_open_domain_answers():
     # numbers in words and with a scale word
     assert key_fact_recall("around 2.4 billion years ago", "2,400,000,000 years", "when?") == 1
     assert key_fact_recall("Denver has made eight appearances.", "8", "how many?") == 1
+    assert key_fact_recall("Denver has made 8 appearances.", "eight", "how many?") == 1
+    assert key_fact_recall("Denver has made 7 appearances.", "eight", "how many?") == 0
+    assert key_fact_recall("one of them", "first", "which?") is None  # sometimes no number
 
 
 @pytest.mark.parametrize(
