@@ -43,7 +43,9 @@ META_LEAD = re.compile(
     rf"noted|described|shown|explained|indicated)\s+in)\s+{SOURCES}\s*[,:]\s*"
     rf"|{SOURCES}\s+(?:states?|says?|indicates?|mentions?|shows?|suggests?|notes?|explains?|"
     rf"confirms?|specif(?:y|ies))\s+that\s+"
-    r"|(?:in\s+summary|to\s+summari[sz]e|in\s+conclusion|in\s+short|overall|in\s+brief)\s*[,:]\s*)",
+    r"|(?:in\s+summary|to\s+summari[sz]e|in\s+conclusion|in\s+short|overall|in\s+brief)\s*[,:]\s*"
+    r"|(?:根据|依据|按照)(?:所|您)?(?:提供|检索到|给定|上述|以上|现有)的?"
+    r"(?:资料|文档|文件|信息|上下文|内容|材料)(?:来看|显示)?[，,:：]\s*)",
     re.IGNORECASE,
 )
 # A sentence about the conversation, not the question's subject.
