@@ -141,6 +141,13 @@ def test_abbreviations_initials_decimals_dates_and_list_items_stay_whole(answer,
             ],
         ),
         (
+            "The restocking fee is 10% of\nthe item price [d1].\nReturns take 30 days.",
+            [
+                ("The restocking fee is 10% of the item price.", ("d1",)),
+                ("Returns take 30 days.", ()),
+            ],
+        ),
+        (
             "See [the guide](https://example.org) for more [d3].",
             [("See [the guide](https://example.org) for more.", ("d3",))],
         ),
