@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rag_bench.text.numbers import numbers
+from rag_bench.text.numbers import WORD_RUN, numbers
 from rag_bench.text.scripts import HAN
 
 # A code: one token holding digits and a capital letter, or a letter right before a digit
@@ -21,9 +21,12 @@ from rag_bench.text.scripts import HAN
 # belong to it.
 CODE = re.compile(r"(?<![\w.-])(?=[\w.-]*\d)(?=[\w.-]*(?:[A-Z]|[a-z]\d))\w(?:[\w.-]*\w)?", re.ASCII)
 # An amount: a currency sign or code and its number are one fact, read by the number
-# (US$2,999, USD 5,000, €49, 12.50 EUR).
+# (US$2,999, USD 5,000, €49, 12.50 EUR, $1.2 billion); so are a number and its scale word.
 CURRENCY = r"(?:US\$|S\$|C\$|A\$|\$|€|£|¥|USD|EUR|GBP|SGD|CAD|AUD|JPY|CNY|RMB)"
-AMOUNT = re.compile(rf"{CURRENCY}\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?{CURRENCY}(?![A-Za-z])")
+SCALE = r"(?:\s*(?:hundred|thousand|million|billion|trillion)\b)?"
+AMOUNT = re.compile(
+    rf"{CURRENCY}\s?\d[\d,]*(?:\.\d+)?{SCALE}|\d[\d,]*(?:\.\d+)?{SCALE}\s?{CURRENCY}(?![A-Za-z])"
+)
 ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 MONTHS = (
     "january february march april may june july august september october november december "
@@ -61,15 +64,16 @@ class Fact:
     def found_in(self, text: str) -> bool:
         if self.code is not None:
             return mentions(text, self.code)
-        if not self.numbers <= numbers(text):
+        if not self.numbers <= numbers(text, lenient=True):
             return False
         return set(self.words) <= set(_words(text))
 
 
 def key_facts(text: str) -> list[Fact]:
     """The facts of ``text`` in the order they appear, each once: amounts, dates, codes, names
-    and the remaining numbers (a number inside a date or a code is part of that fact, not one of its
-    own; a capitalised unit after a number, as in ``31.2 W``, is no name)."""
+    and the remaining numbers, in digits or words (a number inside a date or a code is part of
+    that fact, not one of its own; a capitalised unit after a number, as in ``31.2 W``, is no
+    name)."""
     facts: list[tuple[int, Fact]] = []
     taken: list[tuple[int, int]] = []
 
@@ -91,8 +95,11 @@ def key_facts(text: str) -> list[Fact]:
         start, end = _name_span(text, match)
         if start < end:
             add(start, end)
-    for match in re.finditer(r"\d+(?:[.,:]\d+)*", text):
+    for match in re.finditer(rf"\d+(?:[.,:]\d+)*{SCALE}", text):
         add(match.start(), match.end(), bare_number=True)
+    for match in WORD_RUN.finditer(text.lower()):
+        if numbers(match.group()):  # "eight", "twenty-one"; not "one" or "first" alone
+            add(match.start(), match.end(), bare_number=True)
     unique = {fact.text.lower(): fact for _, fact in sorted(facts, key=lambda f: f[0])}
     return list(unique.values())
 
@@ -112,8 +119,8 @@ def _name_span(text: str, match: re.Match) -> tuple[int, int]:
     plain = first[1:].islower() or len(first) == 1
     if lone and plain and SENTENCE_START.search(text[:start]):
         return start, start
-    if lone and re.search(r"\d\s*$", text[:start]) and len(first) <= 3:
-        return start, start  # a unit: 31.2 W, 48 TB
+    if lone and re.search(r"\d\s*°?$", text[:start]) and len(first) <= 3:
+        return start, start  # a unit: 31.2 W, 48 TB, 100 °C
     return start, end
 
 
