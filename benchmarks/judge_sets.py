@@ -76,9 +76,10 @@ ORIGINS = {
     "lfqa": {
         "repo": LFQA[0],
         "commit": LFQA[1],
-        "files": [f"data/annotations/annotations-{m}.json" for m in ("webgpt", "gpt3_wdoc",
-                                                                         "gpt3_whudoc",
-                                                                         "alpaca_wdoc")]
+        "files": [
+            f"data/annotations/annotations-{m}.json"
+            for m in ("webgpt", "gpt3_wdoc", "gpt3_whudoc", "alpaca_wdoc")
+        ]
         + ["data/docs/docs-webgpt.json"],
         "kind": "long-form answers by WebGPT, GPT-3, Alpaca with retrieved documents",
         "licence": "no licence file in the repository (paper: Chen et al. 2023, "

@@ -197,3 +197,48 @@ def assess_judge(
             alpha,
         )
     return report
+
+
+def build_judge(judge: str, overrides: tuple[str, ...] = ()):
+    """The judge (and its resolved parameters) as a run would build it, prepared with the
+    variant's analyzer."""
+    from rag_bench.components.registry import VariantSpec, build, resolve
+
+    resolved = resolve(VariantSpec("judge-agreement", {"judge": {"name": judge}}), overrides)
+    built = build("judge", resolved["judge"])
+    if Capability.PREPARE in built.capabilities:
+        if judge == "annotated":
+            raise RagBenchError(
+                "the annotated judge reads a dataset's own labels, not a labels file",
+                "pick another --judge (lexical, calibrated, nli, llm, ...)",
+            )
+        built.prepare(None, [], build("analyzer", resolved["analyzer"]))
+    return built, resolved["judge"]
+
+
+def assess_labels(
+    labels: str,
+    judge: str = "lexical",
+    overrides: tuple[str, ...] = (),
+    calibration: str | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """The meta-evaluation table of a judge on a labels JSONL file (rag_bench.data.labels),
+    with the constant and unigram-overlap baselines; ``calibration`` (another labels file)
+    chooses overlap's threshold, else it is cross-fitted."""
+    from rag_bench.analysis.meta import meta_evaluate
+    from rag_bench.data.labels import load_labels
+
+    check_number("resamples", resamples, 1, whole=True)
+    items = load_labels(labels)
+    calibrating = load_labels(calibration) if calibration else ()
+    built, params = build_judge(judge, overrides)
+    report = meta_evaluate(items, built, judge, calibrating, resamples, seed)
+    return {"judge": params, "labels": str(labels), **report, "describe": _describe(built)}
+
+
+def _describe(judge) -> str:
+    """What the judge says of itself (e.g. which model ran, or that it is the weaker one)."""
+    describe = getattr(judge, "describe", None)
+    return describe() if callable(describe) else ""
