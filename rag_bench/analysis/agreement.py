@@ -235,7 +235,7 @@ def assess_labels(
     calibrating = load_labels(calibration) if calibration else ()
     built, params = build_judge(judge, overrides)
     report = meta_evaluate(items, built, judge, calibrating, resamples, seed)
-    return {"judge": params, "labels": str(labels), **report, "describe": _describe(built)}
+    return {**report, "judge": params, "labels": str(labels), "describe": _describe(built)}
 
 
 def _describe(judge) -> str:

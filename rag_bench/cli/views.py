@@ -158,6 +158,43 @@ def agreement_output(report: dict, fmt: str) -> str:
     return "\n".join(lines)
 
 
+def meta_table(level: dict) -> pd.DataFrame:
+    """One row per measure, one column per scorer (the judge, overlap, constant): value
+    [low, high]."""
+    from rag_bench.analysis.meta import MEASURES
+
+    def cell(found: dict) -> str:
+        if np.isnan(found["value"]):
+            return "n/a"
+        return f"{found['value']:.3f} [{found['low']:.3f}, {found['high']:.3f}]"
+
+    columns = {"measure": list(MEASURES)}
+    for scorer, measures in level["scorers"].items():
+        columns[scorer] = [cell(measures[m]) for m in MEASURES]
+    return pd.DataFrame(columns)
+
+
+def meta_output(report: dict, fmt: str) -> str:
+    if fmt == "json":
+        return to_json(report)
+    params = ", ".join(f"{k}={v}" for k, v in report["judge"].items() if k != "name")
+    lines = [
+        f"judge {report['judge']['name']} ({params or 'no parameters'}) on {report['labels']}: "
+        f"{report['n_items']} labelled items"
+    ]
+    if report.get("describe"):
+        lines.append(report["describe"])
+    for level, found in report["levels"].items():
+        lines += [
+            "",
+            f"per {level}: {found['n']} ({found['n_groups']} groups); overlap's "
+            f"{found['overlap_threshold']}",
+            render(meta_table(found), "table"),
+            found["note"],
+        ]
+    return "\n".join(lines)
+
+
 # the columns a narrow terminal loses first (the run id carries the time it was made)
 RUNS_HIDDEN_FIRST = ("created_at", "duration_s", "status", "dataset", "n_queries", "customised")
 
