@@ -23,6 +23,22 @@ def sets_folder(given: str | None, mirror: Path | None) -> Path:
     return set_files(Path(given) if given else default_out(), mirror)
 
 
+def take_groups(groups: list[str], limit: int, seed: int) -> list[int]:
+    """Indices of the rows (given by their groups) of whole groups taken in a seeded order
+    until ``limit`` rows are reached (at least one group)."""
+    names = sorted(set(groups))
+    rows_of: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        rows_of.setdefault(g, []).append(i)
+    taken: list[int] = []
+    for k in np.random.default_rng(seed).permutation(len(names)):
+        group = rows_of[names[k]]
+        if taken and len(taken) + len(group) > limit:
+            break
+        taken += group
+    return sorted(taken)
+
+
 def default_analyzer():
     from rag_bench.components.registry import VariantSpec, build, resolve
 

@@ -1,6 +1,6 @@
 """Public human-labelled sets for the meta-evaluation of judges, in rag-bench's labels format.
 
-    python benchmarks/judge_sets.py [--mirror FOLDER] [--out FOLDER]
+    python benchmarks/judge_sets.py [--mirror FOLDER] [--out FOLDER] [--slice]
 
 Each set is read from a public GitHub repository at a pinned commit: from ``--mirror`` (or
 ``$RAG_BENCH_MIRROR``), a folder of bare clones named ``owner+name/repo``, else downloaded from
@@ -63,15 +63,17 @@ ORIGINS = {
         ],
         "kind": "attribution of LLM and generative-search answers (ExpertQA, Stanford-GenSearch, "
         "AttributedQA)",
-        "licence": "AttributionBench: Apache-2.0 (repository); ExpertQA MIT, AttributedQA "
-        "CC BY 4.0, Stanford-GenSearch (Liu et al. 2023) released for research",
+        "licence": "no licence file in the AttributionBench repository; ExpertQA MIT, "
+        "AttributedQA CC BY 4.0, Stanford-GenSearch (Liu et al. 2023) released for research; "
+        "fetched for evaluation, never redistributed",
     },
     "hagrid": {
         "repo": ATTRIBUTIONBENCH[0],
         "commit": ATTRIBUTIONBENCH[1],
         "files": ["data/test_ood_all_subset_balanced.jsonl"],
         "kind": "LLM answers over retrieved quotes (HAGRID, AttrScore-GenSearch); BEGIN dropped",
-        "licence": "HAGRID Apache-2.0; AttrScore (OSU NLP) Apache-2.0",
+        "licence": "HAGRID Apache-2.0 (its quotes: Wikipedia via MIRACL, CC BY-SA); "
+        "AttrScore-GenSearch: see OSU-NLP-Group/AttrScore; no licence file in AttributionBench",
     },
     "lfqa": {
         "repo": LFQA[0],
@@ -278,6 +280,25 @@ def build(out: Path, mirror: Path | None, names=tuple(SETS)) -> dict:
     return summary
 
 
+SLICE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "hagrid-slice.jsonl"
+
+
+def write_slice(out: Path, path: Path = SLICE, size: int = 120) -> None:
+    """The small public slice the tests ship: HAGRID rows (Apache-2.0) of the hagrid test half,
+    whole questions in a seeded order (seed 1) up to ``size`` rows."""
+    rows = [json.loads(line) for line in (out / "hagrid-test.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if r["source"] == "HAGRID"]
+    groups = sorted({r["group"] for r in rows})
+    taken: list[dict] = []
+    for k in np.random.default_rng(1).permutation(len(groups)):
+        group = [r for r in rows if r["group"] == groups[k]]
+        if taken and len(taken) + len(group) > size:
+            break
+        taken += group
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write(taken, path)
+
+
 def mirror_folder(given: str | None) -> Path | None:
     named = given or os.environ.get("RAG_BENCH_MIRROR")
     return Path(named) if named else None
@@ -287,8 +308,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirror", help="a folder of bare clones named owner+name/repo")
     parser.add_argument("--out", default=str(default_out()))
+    parser.add_argument("--slice", action="store_true", help=f"also write {SLICE.name} for tests")
     args = parser.parse_args()
     build(Path(args.out), mirror_folder(args.mirror))
+    if args.slice:
+        write_slice(Path(args.out))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from common import RESULTS_DIR
-from judge_common import CACHE, load_vectors, one_thread, save_vectors, sets_folder
+from judge_common import CACHE, load_vectors, one_thread, save_vectors, sets_folder, take_groups
 from judge_sets import ORIGINS, SETS, mirror_folder
 
 from rag_bench.analysis.agreement import build_judge
@@ -39,6 +39,9 @@ JUDGES = {
 }
 LLM_WRITTEN = ("attribution", "hagrid", "lfqa")  # answers written by LLMs
 RESAMPLES = 1000
+# items of each test half scored (a seeded sample of whole groups): MiniLM embeds some 20
+# sentences a second on a shared 2-core machine; lfqa's answers hold about six claims each
+TEST_ITEMS = {"attribution": 300, "hagrid": 300, "lfqa": 100, "summaries": 300}
 
 
 def targets(name: str, level: str, row: dict, judge: str) -> dict:
@@ -59,7 +62,7 @@ def targets(name: str, level: str, row: dict, judge: str) -> dict:
     return out
 
 
-def measure(judge_name: str, folder: Path, vectors: Path) -> dict:
+def measure(judge_name: str, folder: Path, vectors: Path, resamples: int) -> dict:
     name, overrides = JUDGES.get(judge_name, (judge_name, ()))
     judge, params = build_judge(name, overrides)
     pairs = getattr(judge, "pairs", None)
@@ -69,8 +72,9 @@ def measure(judge_name: str, folder: Path, vectors: Path) -> dict:
     for set_name in SETS:
         started = time.perf_counter()
         test = load_labels(folder / f"{set_name}-test.jsonl")
+        test = [test[i] for i in take_groups([t.group for t in test], TEST_ITEMS[set_name], 0)]
         train = load_labels(folder / f"{set_name}-train.jsonl")
-        report = meta_evaluate(test, judge, judge_name, train, RESAMPLES, seed=0)
+        report = meta_evaluate(test, judge, judge_name, train, resamples, seed=0)
         for level, row in report["levels"].items():
             row["targets"] = targets(set_name, level, row, judge_name)
         report["seconds"] = time.perf_counter() - started
@@ -117,15 +121,21 @@ def main() -> None:
     parser.add_argument("--judges", default=",".join(JUDGES))
     parser.add_argument("--vectors", default=str(CACHE / "vectors.npz"))
     parser.add_argument("--out", default=str(RESULTS_DIR / "judges.json"))
+    parser.add_argument("--quick", action="store_true", help="make bench --quick: 200 resamples")
     args = parser.parse_args()
+    resamples = 200 if args.quick else RESAMPLES
+    if args.quick:
+        args.out = str(Path(args.out).with_name("judges-quick.json"))
     folder = sets_folder(args.sets, mirror_folder(args.mirror))
     one_thread()
     results = {
         "sets": {
             name: {**ORIGINS[name], "split": "test half (train half for overlap)"} for name in SETS
         },
-        "resamples": RESAMPLES,
-        "judges": {j: measure(j, folder, Path(args.vectors)) for j in args.judges.split(",")},
+        "resamples": resamples,
+        "judges": {
+            j: measure(j, folder, Path(args.vectors), resamples) for j in args.judges.split(",")
+        },
     }
     Path(args.out).write_text(json.dumps(results, indent=1, default=float) + "\n")
     print(markdown(results))

@@ -38,18 +38,19 @@ from judge_common import (
     one_thread,
     save_vectors,
     sets_folder,
+    take_groups,
 )
 from judge_sets import ORIGINS, SEED, SETS, mirror_folder
 
 from rag_bench.analysis.meta import binary_stats
-from rag_bench.components.calibrated import LEXICAL, SEMANTIC, PairFeatures
+from rag_bench.components.calibrated import LEXICAL, SEMANTIC, PairFeatures, minilm
 from rag_bench.data.labels import load_labels
 from rag_bench.text.claims import split_claims
 
 C_GRID = (0.01, 0.1, 1.0, 10.0)
 # claims per set the fit reads at most (a seeded sample by group): a dozen weights need no
 # more, and MiniLM on a shared 2-core machine embeds some 20 sentences a second
-MAX_CLAIMS = 400
+MAX_CLAIMS = 250
 FOLDS = 5
 OUT = Path(__file__).resolve().parents[1] / "rag_bench" / "components" / "calibrated_judge.json"
 
@@ -80,15 +81,7 @@ def sample(rows: list[dict]) -> list[dict]:
     kept = []
     for name in SETS:
         mine = [r for r in rows if r["set"] == name]
-        groups = sorted({r["group"] for r in mine})
-        order = np.random.default_rng(SEED).permutation(len(groups))
-        taken: list[dict] = []
-        for g in order:
-            group = [r for r in mine if r["group"] == groups[g]]
-            if len(taken) + len(group) > MAX_CLAIMS and taken:
-                break
-            taken += group
-        kept += taken
+        kept += [mine[i] for i in take_groups([r["group"] for r in mine], MAX_CLAIMS, SEED)]
     return kept
 
 
@@ -210,11 +203,9 @@ def main() -> None:
     folder = sets_folder(args.sets, mirror_folder(args.mirror))
     claims, answers = examples(folder)
     print(f"{len(claims)} labelled claims, {len(answers)} answers", file=sys.stderr)
-    from rag_bench.components.minilm import MiniLMEncoder
-
     one_thread()
     analyzer = default_analyzer()
-    semantic = PairFeatures(analyzer, MiniLMEncoder(batch_size=64))
+    semantic = PairFeatures(analyzer, minilm())
     load_vectors(semantic, Path(args.vectors))
     tasks = [(c["claim"], c["context"]) for c in claims]
     embed_ahead(

