@@ -218,7 +218,8 @@ class CalibratedJudge(Judge):
     model's calibrated threshold (grade 2), else grade 0. ``semantic``: ``auto`` uses MiniLM
     when the models extra is installed, ``true`` requires it, ``false`` never uses it."""
 
-    capabilities = frozenset({Capability.PREPARE, Capability.BATCH})
+    # METERED: the manifest's usage names which model ran (and what it cost in MiniLM texts)
+    capabilities = frozenset({Capability.PREPARE, Capability.BATCH, Capability.METERED})
 
     def __init__(self, semantic: str = "auto", batch_size: int = 64):
         if semantic not in ("auto", "true", "false"):
@@ -230,6 +231,7 @@ class CalibratedJudge(Judge):
         self.encoder = self._encoder()
         self.model = learned("semantic" if self.encoder is not None else "lexical")
         self.pairs = PairFeatures(None, self.encoder)
+        self.counts = {"claims_judged": 0, "texts_embedded": 0}
 
     def _encoder(self):
         if self.semantic == "false":
@@ -245,6 +247,17 @@ class CalibratedJudge(Judge):
         if self.encoder is None:
             return f"calibrated judge, {WEAKER}"
         return "calibrated judge, MiniLM (all-MiniLM-L6-v2) and lexical features"
+
+    def usage(self) -> dict:
+        kind = "semantic" if self.encoder is not None else "lexical"
+        return {"model": kind, "note": self.describe(), **self.counts}
+
+    def tally(self) -> dict:
+        return dict(self.counts)
+
+    def absorb(self, counts: dict) -> None:
+        for key, value in counts.items():
+            self.counts[key] = self.counts.get(key, 0) + value
 
     def prepare(self, dataset: Dataset | None, chunks: Sequence[Chunk], analyzer) -> None:
         self.pairs.analyzer = analyzer
@@ -272,7 +285,10 @@ class CalibratedJudge(Judge):
             for claim in block
             if context and claim.text.strip()
         ]
+        before = len(self.pairs._vectors)
         found = iter(self.pairs.features_all(tasks))
+        self.counts["claims_judged"] += len(tasks)
+        self.counts["texts_embedded"] += len(self.pairs._vectors) - before
         out = [
             [self._verdict(claim, context, found) for claim in block]
             for block, context in zip(claims, contexts)
