@@ -39,6 +39,13 @@ class Query:
     tags: tuple[str, ...] = ()
     answer: str | None = None
     should_refuse: bool = False
+    answers: tuple[str, ...] = ()  # further gold answers, each as good as ``answer`` (SQuAD)
+
+    @property
+    def gold_answers(self) -> tuple[str, ...]:
+        """Every acceptable gold answer: ``answer`` first, then ``answers``, each once."""
+        golds = ((self.answer,) if self.answer else ()) + self.answers
+        return tuple(dict.fromkeys(g for g in golds if g.strip()))
 
 
 @dataclass(frozen=True)

@@ -24,20 +24,22 @@ from rag_bench.data.dataset import Dataset
 from rag_bench.errors import RagBenchError, UsageError
 from rag_bench.model import Chunk, Claim, Query, Verdict
 from rag_bench.text.numbers import numbers
+from rag_bench.text.polarity import (
+    NEGATION_CUES,
+    NEGATION_SCOPE,
+    RAW_WORD,
+    UNIVERSAL_EN,
+    clauses,
+    contrary_clash,
+    generalises,
+    negation_clash,
+)
 from rag_bench.text.scripts import HAN, has_han, zh_tokens
 from rag_bench.text.sentences import split_sentences
 
-NEGATION_CUES = frozenset(
-    "not no never none nothing neither nor cannot without can't won't isn't aren't doesn't "
-    "don't didn't wasn't weren't shouldn't mustn't".split()
-)
-NEGATION_SCOPE = 4  # words after a cue that it negates (a NegEx-style window)
-RAW_WORD = re.compile(r"[\w'’]+")
-
-# Clauses: the polarity of a word is read in the clause of the window that matches the claim's
-# clause best, so "7天内可以退货，生鲜商品不支持退货" supports "7天内可以退货".
-CLAUSE_BREAK = re.compile(r"[;；，、：|｜\n\t]|[,:](?!\d)")
-COORDINATION = re.compile(r"\b(?:and|but|or|while|whereas|although|though)\b", re.IGNORECASE)
+# Clauses (rag_bench.text.polarity.clauses): the polarity of a word is read in the clause of the
+# window that matches the claim's clause best, so "7天内可以退货，生鲜商品不支持退货" supports
+# "7天内可以退货".
 
 # Chinese negation, on jieba words: a cue negates up to ZH_NEGATION_SCOPE words after it in its
 # clause; the scope also ends at a conjunction or a new modal (ZH_SCOPE_END), except right
@@ -62,13 +64,12 @@ ZH_SCOPE_END = frozenset(
 )
 ZH_NEGATION_SCOPE = 5
 
-# Universal quantifiers: a claim that says "any order" or 所有商品 generalises; the passage must
-# generalise too (any of these words), else the claim is not supported. Distributive each/每 is
-# not among them.
+# Universal quantifiers: a claim that says "any order" or 所有商品 generalises (in English, read
+# by rag_bench.text.polarity.generalises: not "do not have any issues", not "all of these"); the
+# passage must generalise too (any of these words), else the claim is not supported.
+# Distributive each/每 is not among them.
 UNIVERSAL = re.compile(
-    r"\b(?:any|anyone|anybody|anything|all|always|everyone|everybody|everything)\b"
-    "|任何|所有|一切|全部|一律|总是|始终|凡是|无论",
-    re.IGNORECASE,
+    UNIVERSAL_EN.pattern + "|任何|所有|一切|全部|一律|总是|始终|凡是|无论", re.IGNORECASE
 )
 
 
@@ -122,49 +123,20 @@ def negated_terms(text: str, analyzer) -> set[str]:
     return scoped
 
 
-def clauses(text: str) -> list[str]:
-    """The comma- and semicolon-separated clauses of a sentence (not the commas of 1,200)."""
-    return [c for c in CLAUSE_BREAK.split(text) if c.strip()]
-
-
-def segments(text: str) -> list[str]:
-    """Clauses cut further at coordinating words: the stretch a negation of English text
-    governs ("valid for 30 days and not reusable" negates only the second part)."""
-    return [p for c in clauses(text) for p in COORDINATION.split(c) if p.strip()]
-
-
-def negated(segment: str) -> bool:
-    """Whether an English segment carries a negation cue (its predicate is denied, whether the
-    sentence is active or passive)."""
-    words = [w.lower().replace("’", "'") for w in RAW_WORD.findall(segment)]
-    return any(w in NEGATION_CUES or w.endswith("n't") for w in words)
-
-
 def polarity_clash(claim: str, window: str, analyzer) -> bool:
     """Whether the claim denies what the window asserts, or asserts what it denies.
 
-    Term by term: a term the two share is in the scope of a negation cue on one side only; the
-    polarity of a term in the window is read in the window's clause that shares the most terms
-    with the claim's clause holding it. In English the scope follows word order, which a change
-    of voice reverses, so the clash must also hold segment by segment: the claim's segment and
-    the window's segment closest to it (sharing the most terms) differ in carrying a cue. Thus
-    "Water damage is not covered by the warranty" agrees with "The warranty does not cover water
-    damage", and "Fresh food can be returned" clashes with "Fresh food cannot be returned".
+    English is read head by head (:func:`rag_bench.text.polarity.negation_clash`): "Water damage
+    is not covered by the warranty" agrees with "The warranty does not cover water damage", and
+    "Fresh food can be returned" clashes with "Fresh food cannot be returned". Chinese is read
+    term by term: a term the two share is in the scope of a negation cue on one side only, its
+    polarity in the window read in the window's clause that shares the most terms with the
+    claim's clause holding it.
     """
+    if not (has_han(claim) or has_han(window)):
+        return negation_clash(claim, window, analyzer)
     shared = set(analyzer.terms(claim)) & set(analyzer.terms(window))
-    if not shared or not _term_polarity_clash(claim, window, shared, analyzer):
-        return False
-    if has_han(claim) or has_han(window):
-        return True
-    parts = [(set(analyzer.terms(s)), negated(s)) for s in segments(window)]
-    for segment in segments(claim):
-        terms = set(analyzer.terms(segment))
-        if not terms or not parts:
-            continue
-        best_terms, best_negated = max(parts, key=lambda p: len(p[0] & terms))
-        if best_terms & terms and negated(segment) != best_negated:
-            return True
-    return False
+    return bool(shared) and _term_polarity_clash(claim, window, shared, analyzer)
 
 
 def _term_polarity_clash(claim: str, window: str, shared: set[str], analyzer) -> bool:
@@ -218,7 +190,7 @@ class LexicalJudge(Judge):
     def _windows(self, text: str) -> list[str]:
         """Single sentences and neighbouring pairs: a fact may straddle a sentence break."""
         sentences = [text[s:e] for s, e in split_sentences(text)]
-        return sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]
+        return sentences + [f"{a}\n{b}" for a, b in zip(sentences, sentences[1:])]
 
     def grade(self, claim: str, passage: str) -> Grading:
         """Best grade of the claim against any sentence window of the passage, why, and the
@@ -238,16 +210,21 @@ class LexicalJudge(Judge):
             return Grading(0, 0.0, "the passage has no sentence", "")
         closest = max(range(len(windows)), key=lambda i: (coverage[i], -len(windows[i])))
         best, evidence = coverage[closest], windows[closest]
-        missing = numbers(claim) - numbers(passage)
+        missing = numbers(claim) - numbers(passage, lenient=True)
         if missing:
             return Grading(0, best, f"the passage lacks the number {min(missing)}", evidence)
-        if UNIVERSAL.search(claim) and not UNIVERSAL.search(passage):
+        claims_all = UNIVERSAL.search(claim) if has_han(claim) else generalises(claim)
+        if claims_all and not UNIVERSAL.search(passage):
             reason = "the claim generalises (any, all, 任何, 所有) and the passage does not"
             return Grading(0, best, reason, evidence)
         if best < self.partial:
             return Grading(0, best, f"at most {best:.0%} of the claim's content words", evidence)
         if polarity_clash(claim, evidence, self.analyzer):
             return Grading(0, best, "the claim and the passage differ in negation", evidence)
+        contrary = None if has_han(claim) else contrary_clash(claim, evidence, self.analyzer)
+        if contrary:
+            reason = f"the passage says otherwise where the claim says “{contrary}”"
+            return Grading(0, best, reason, evidence)
         grade = 2 if best >= self.full else 1
         return Grading(grade, best, f"{best:.0%} of the claim's content words", evidence)
 

@@ -2,8 +2,9 @@
 
 A dataset folder holds ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``, so public
 BEIR sets load unchanged; ``answers.jsonl`` (recorded answers with claim labels) and a
-``README.md`` dataset card are optional. Loading validates everything and reports the first
-problem as one line naming the file, the line and the fix.
+``README.md`` dataset card are optional. A query may carry its gold ``answer`` and further gold
+``answers`` (a list, as SQuAD's annotators gave several; see docs/claims.md). Loading validates
+everything and reports the first problem as one line naming the file, the line and the fix.
 """
 
 from __future__ import annotations
@@ -80,13 +81,23 @@ def _query(record: dict, path: Path, line: int) -> Query:
     tags = get(record, "tags", list, path, line, default=[])
     if not all(isinstance(t, str) for t in tags):
         raise DataError(path, '"tags" must be a list of strings', 'e.g. "tags": ["smoke"]', line)
+    answers = get(record, "answers", list, path, line, default=[])
+    if not all(isinstance(a, str) and a.strip() for a in answers):
+        raise DataError(
+            path,
+            '"answers" must be a list of non-empty strings',
+            'e.g. "answers": ["Denver Broncos", "the Broncos"]',
+            line,
+        )
+    answer = get(record, "answer", str, path, line)
     return Query(
         id=query_id,
         text=text,
         category=get(record, "category", str, path, line, default=UNCATEGORIZED) or UNCATEGORIZED,
         tags=tuple(tags),
-        answer=get(record, "answer", str, path, line),
+        answer=answer if answer or not answers else answers[0],
         should_refuse=get(record, "should_refuse", bool, path, line, default=False),
+        answers=tuple(answers),
     )
 
 

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_bench.evaluation.correctness import contains, exact_match, key_fact_recall, token_f1
+from rag_bench.evaluation.correctness import (
+    best_fact_recall,
+    best_over,
+    contains,
+    exact_match,
+    token_f1,
+)
 from rag_bench.evaluation.measures import answer_metric_names
 from rag_bench.model import Chunk, Claim, Query, Relevance, Verdict
 from rag_bench.text.asked import asked_kind, gives
@@ -65,7 +71,7 @@ def lexical_relevance(query: str, answer: str, analyzer) -> float | None:
 
 def response_metrics(e: AnswerEvidence, analyzer) -> dict[str, float | None]:
     refuse = e.query.should_refuse
-    gold = e.query.answer
+    golds = e.query.gold_answers
     text = strip_markers(e.answer)
     relevance = None
     if e.judged_relevance is not None:  # the judge graded it: its grade, or NULL if unusable
@@ -73,11 +79,11 @@ def response_metrics(e: AnswerEvidence, analyzer) -> dict[str, float | None]:
     elif not e.refused:
         relevance = lexical_relevance(e.query.text, text, analyzer)
     exact = f1 = within = facts = None
-    if gold and not refuse:
-        exact = 0.0 if e.refused else exact_match(text, gold)
-        f1 = 0.0 if e.refused else token_f1(text, gold)
-        within = 0.0 if e.refused else float(contains(text, gold))
-        facts = key_fact_recall(text, gold, e.query.text)
+    if golds and not refuse:  # each the best over the gold answers, as SQuAD scores them
+        exact = 0.0 if e.refused else best_over(exact_match, text, golds)
+        f1 = 0.0 if e.refused else best_over(token_f1, text, golds)
+        within = 0.0 if e.refused else best_over(lambda t, g: float(contains(t, g)), text, golds)
+        facts = best_fact_recall(text, golds, e.query.text)
         facts = 0.0 if e.refused and facts is not None else facts
     return {
         "answer_relevance": relevance,

@@ -1,6 +1,7 @@
 """Whether an answer says what the gold answer says: SQuAD exact match and token F1, containment,
 and the recall of the gold answer's key facts, with one verdict (correct, partial, wrong) for
-the failure classes.
+the failure classes. A query with several gold answers is scored against the one that suits the
+answer best, as SQuAD's official evaluation takes the maximum over its ground truths.
 
 English follows the official SQuAD v1.1 evaluation script to the letter, so that the numbers
 can be set beside published ones: lower-case, delete the characters of ``string.punctuation``
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Sequence
 
 from rag_bench.text.facts import key_facts
 from rag_bench.text.scripts import HAN, fold_width, has_han
@@ -55,6 +57,12 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def best_over(metric, prediction: str, golds: Sequence[str]) -> float:
+    """The metric against the gold answer that suits the prediction best (the official SQuAD
+    script's ``metric_max_over_ground_truths``)."""
+    return max(metric(prediction, gold) for gold in golds)
+
+
 def contains(haystack: str, needle: str) -> bool:
     """Whether the normalised ``needle`` occurs as a whole word sequence in ``haystack``."""
     n = words(needle)
@@ -88,3 +96,18 @@ def verdict(answer: str, gold: str, question: str) -> str:
     found = sum((gold_words & Counter(words(answer))).values())
     total = sum(gold_words.values())
     return "partial" if total and found / total >= PARTIAL_WORDS else "wrong"
+
+
+VERDICT_ORDER = ("wrong", "partial", "correct")
+
+
+def best_verdict(answer: str, golds: Sequence[str], question: str) -> str:
+    """The best verdict of the answer against any of the gold answers."""
+    return max((verdict(answer, g, question) for g in golds), key=VERDICT_ORDER.index)
+
+
+def best_fact_recall(answer: str, golds: Sequence[str], question: str) -> float | None:
+    """The highest key-fact recall of the answer against a gold answer with key facts; None
+    when no gold answer has any."""
+    found = [r for g in golds if (r := key_fact_recall(answer, g, question)) is not None]
+    return max(found, default=None)

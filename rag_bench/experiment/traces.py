@@ -10,7 +10,7 @@ import pandas as pd
 from rag_bench.data.dataset import Dataset
 from rag_bench.data.rankings import Run
 from rag_bench.evaluation.answer import AnswerEvidence, answer_metric_names, answer_metrics
-from rag_bench.evaluation.correctness import verdict
+from rag_bench.evaluation.correctness import best_verdict
 from rag_bench.evaluation.diagnosis import MULTI_HOP, Case, Diagnosis, diagnose
 from rag_bench.evaluation.measures import Measure
 from rag_bench.evaluation.retrieval import evaluate_run
@@ -80,7 +80,8 @@ def _evaluate_answer(query, result, chunks, grades, ranked_docs, ks, analyzer):
     correctness = None
     if query.answer and not query.should_refuse:
         text = strip_markers(generation.answer)
-        correctness = "wrong" if generation.refused else verdict(text, query.answer, query.text)
+        golds = query.gold_answers
+        correctness = "wrong" if generation.refused else best_verdict(text, golds, query.text)
     case = Case(
         should_refuse=query.should_refuse,
         refused=generation.refused,

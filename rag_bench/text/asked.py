@@ -64,6 +64,6 @@ def asked_kind(question: str) -> str | None:
 def gives(kind: str, answer: str) -> bool:
     """Whether the answer holds a value of the kind (a quantity: any number)."""
     if kind == "quantity":
-        return bool(numbers(answer))
+        return bool(numbers(answer, lenient=True))
     pattern = next(gives for name, _, gives in KINDS if name == kind)
     return bool(pattern.search(answer))

@@ -2,8 +2,15 @@
 
 A claim is a sentence of the answer; the citation markers that follow a sentence (``[d1]``,
 ``[d1][d2]``, ``[d1, d2]``, and in Chinese text ``【d1】``, ``【d1，d2】``, ``［d1］``) belong to it
-and are removed from its text. Chinese sentences end at 。！？； (full- or half-width), an
-ellipsis, and the closing quotes after them (see ``rag_bench.text.scripts.split_sentences``).
+and are removed from its text. A marker holds document ids, which have no spaces: "[citation
+needed]" is text, and so is a Markdown link's ``[label](url)``. Chinese sentences end at 。！？；
+(full- or half-width), an ellipsis, and the closing quotes after them (see
+``rag_bench.text.sentences.split_sentences``); every line of an answer is a sentence of its own.
+
+What is no claim is left out: the number or bullet of a list item ("5. Mix 1 tsp salt" claims
+"Mix 1 tsp salt"), a lead-in about the sources ("Based on the provided passages, the fee is 10%"
+claims "the fee is 10%"), and sentences about the conversation ("I hope this helps.", "Here are
+the steps:", "Let me know if you have other questions.").
 """
 
 from __future__ import annotations
@@ -13,9 +20,42 @@ import re
 from rag_bench.model import Claim
 from rag_bench.text.sentences import split_sentences
 
-MARKER = re.compile(r"\s*(?:\[([^\[\]]+)\]|【([^【】]+)】|［([^［］]+)］)")
-CLAIM_END = re.compile(r"[\]】］][.!?。．！？；…]+[”’」』）)]*")
-LEADING_MARKERS = re.compile(r"^(?:\s*(?:\[[^\[\]]+\]|【[^【】]+】|［[^［］]+］))+")
+# One document id or several, separated by commas, semicolons or 、 (no spaces inside an id).
+IDS = r"\s*[^\s\[\]【】［］,，;；、]+(?:\s*[,，;；、]\s*[^\s\[\]【】［］,，;；、]+)*\s*"
+MARKER = re.compile(rf"\s*(?:\[({IDS})\](?!\()|【({IDS})】|［({IDS})］)")
+CLAIM_END = re.compile(rf"(?:\[{IDS}\]|【{IDS}】|［{IDS}］)[.!?。．！？；…]+[”’」』）)]*")
+LEADING_MARKERS = re.compile(rf"^(?:\s*(?:\[{IDS}\](?!\()|【{IDS}】|［{IDS}］))+")
+# The number, letter or bullet of a list item, and Markdown heading or emphasis marks before it.
+LIST_ITEM = re.compile(
+    r"^(?:#{1,6}\s+|[*_]{2}(?=\S))?(?:[-*•‣▪–]\s+|\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)]\s+)"
+)
+# Where a list starts inside a line: "Steps: 1. Open the tray."
+LIST_START = re.compile(r"(?<=:)\s+(?=(?:1|a|i)[.)]\s+\S)")
+SOURCES = (
+    r"(?:the\s+|these\s+|this\s+)?(?:provided\s+|given\s+|retrieved\s+|available\s+|above\s+|"
+    r"supplied\s+|following\s+|relevant\s+|cited\s+)?(?:passages?|context|documents?|sources?|"
+    r"information|text|excerpts?|search\s+results|materials?|evidence|documentation|"
+    r"(?:document|passage|source)\s*\d+)(?:\s+(?:provided|given|above|supplied))?"
+)
+# A lead-in that says where the claim comes from, not what it is.
+META_LEAD = re.compile(
+    rf"^(?:(?:based\s+(?:solely\s+|only\s+)?on|according\s+to|from|per|as\s+(?:stated|mentioned|"
+    rf"noted|described|shown|explained|indicated)\s+in)\s+{SOURCES}\s*[,:]\s*"
+    rf"|{SOURCES}\s+(?:states?|says?|indicates?|mentions?|shows?|suggests?|notes?|explains?|"
+    rf"confirms?|specif(?:y|ies))\s+that\s+"
+    r"|(?:in\s+summary|to\s+summari[sz]e|in\s+conclusion|in\s+short|overall|in\s+brief)\s*[,:]\s*)",
+    re.IGNORECASE,
+)
+# A sentence about the conversation, not the question's subject.
+META_SENTENCE = re.compile(
+    r"^\W*(?:i\s+hope\s+(?:this|that|it)\s+helps|hope\s+(?:this|that)\s+helps"
+    r"|(?:please\s+)?(?:let\s+me\s+know|feel\s+free)\b|if\s+you\s+have\s+any\b.*\bquestions?"
+    r"|is\s+there\s+anything\s+else\b|(?:sure|certainly|of\s+course|great\s+question|absolutely)\W*$"
+    r"|(?:sure|certainly|of\s+course)\s*[!,.]\s*here\b|here\s+(?:is|are|'s)\b[^.!?]*:$"
+    r"|i(?:'d|\s+would)\s+be\s+(?:happy|glad)\s+to\b|(?:the\s+)?(?:following|steps|ingredients)\s*:$"
+    r"|\w+(?:\s+\w+)?\s*:$)",
+    re.IGNORECASE,
+)
 REFUSAL = re.compile(
     r"^\W*(i\s+(do\s*n[o']t|don’t|cannot|can\s*not|can[’']t)\s+(know|answer|tell|say|find)"
     r"|the\s+(provided\s+|retrieved\s+|available\s+)?(documents?|context|sources?)\s+(do\s*n[o']t|does\s*n[o']t|doesn’t|don’t)\s+(say|answer|mention|contain|cover|state)"
@@ -48,13 +88,26 @@ def _ids(match: re.Match) -> list[str]:
 
 def _sentences(answer: str) -> list[str]:
     """Sentences, also broken after every citation marker that closes one (``… [d1]. next``),
-    whatever the case of the next word."""
-    pieces, start = [], 0
-    for match in CLAIM_END.finditer(answer):
-        pieces.append(answer[start : match.end()])
-        start = match.end()
-    pieces.append(answer[start:])
+    whatever the case of the next word, at every line break and where a list starts."""
+    pieces = []
+    for line in LIST_START.split(answer.replace("\r", "\n")):
+        for part in line.split("\n"):
+            start = 0
+            for match in CLAIM_END.finditer(part):
+                pieces.append(part[start : match.end()])
+                start = match.end()
+            pieces.append(part[start:])
     return [piece[s:e] for piece in pieces for s, e in split_sentences(piece)]
+
+
+def claim_text(sentence: str) -> str:
+    """A sentence's claim: without a list item's number or bullet, and without a lead-in
+    naming the sources; empty for a sentence about the conversation ("I hope this helps.")."""
+    text = LIST_ITEM.sub("", sentence.strip(), count=1)
+    text = META_LEAD.sub("", text, count=1)
+    if META_SENTENCE.search(text):
+        return ""
+    return text[:1].upper() + text[1:] if text[:1].islower() and text != sentence else text
 
 
 def split_claims(answer: str) -> list[Claim]:
@@ -71,7 +124,7 @@ def split_claims(answer: str) -> list[Claim]:
         citations: list[str] = []
         for match in MARKER.finditer(sentence):
             citations.extend(_ids(match))
-        text = re.sub(r"\s+", " ", MARKER.sub("", sentence)).strip()
+        text = claim_text(re.sub(r"\s+", " ", MARKER.sub("", sentence)).strip())
         if not text or re.fullmatch(r"\W*", text):
             # a sentence that is only markers cites for the claim before it
             if claims and citations:

@@ -21,9 +21,12 @@ from rag_bench.text.scripts import HAN
 # belong to it.
 CODE = re.compile(r"(?<![\w.-])(?=[\w.-]*\d)(?=[\w.-]*(?:[A-Z]|[a-z]\d))\w(?:[\w.-]*\w)?", re.ASCII)
 # An amount: a currency sign or code and its number are one fact, read by the number
-# (US$2,999, USD 5,000, €49, 12.50 EUR).
+# (US$2,999, USD 5,000, €49, 12.50 EUR, $1.2 billion); so are a number and its scale word.
 CURRENCY = r"(?:US\$|S\$|C\$|A\$|\$|€|£|¥|USD|EUR|GBP|SGD|CAD|AUD|JPY|CNY|RMB)"
-AMOUNT = re.compile(rf"{CURRENCY}\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?{CURRENCY}(?![A-Za-z])")
+SCALE = r"(?:\s*(?:hundred|thousand|million|billion|trillion)\b)?"
+AMOUNT = re.compile(
+    rf"{CURRENCY}\s?\d[\d,]*(?:\.\d+)?{SCALE}|\d[\d,]*(?:\.\d+)?{SCALE}\s?{CURRENCY}(?![A-Za-z])"
+)
 ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 MONTHS = (
     "january february march april may june july august september october november december "
@@ -61,7 +64,7 @@ class Fact:
     def found_in(self, text: str) -> bool:
         if self.code is not None:
             return mentions(text, self.code)
-        if not self.numbers <= numbers(text):
+        if not self.numbers <= numbers(text, lenient=True):
             return False
         return set(self.words) <= set(_words(text))
 
@@ -91,7 +94,7 @@ def key_facts(text: str) -> list[Fact]:
         start, end = _name_span(text, match)
         if start < end:
             add(start, end)
-    for match in re.finditer(r"\d+(?:[.,:]\d+)*", text):
+    for match in re.finditer(rf"\d+(?:[.,:]\d+)*{SCALE}", text):
         add(match.start(), match.end(), bare_number=True)
     unique = {fact.text.lower(): fact for _, fact in sorted(facts, key=lambda f: f[0])}
     return list(unique.values())

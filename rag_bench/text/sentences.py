@@ -6,14 +6,15 @@ import re
 
 from rag_bench.text.scripts import HAN
 
-# Sentence ends: English punctuation followed by space and a capital, digit, opening bracket or
-# Han character; a blank line; Chinese end punctuation (。．！？；, an ellipsis or ASCII .!? right
+# Sentence ends: English punctuation followed by space and a letter (lower-case text has
+# sentences too: "it ships in 3 days. returns take 30."), digit, opening bracket or Han
+# character; a blank line; Chinese end punctuation (。．！？；, an ellipsis or ASCII .!? right
 # after a Han character), together with the closing quotes and brackets that follow it; and a
 # line break next to Chinese text (list items and table rows rarely end in 。, and Chinese is
 # seldom hard-wrapped).
 CLOSERS = "”’」』）)】》〕］"
 SENTENCE_END = re.compile(
-    f"(?<=[.!?])\\s+(?=[\"'(\\[【“「‘]|[A-Z0-9]|[{HAN}])"
+    f"(?<=[.!?])\\s+(?=[\"'(\\[【“「‘]|[^\\W_]|[{HAN}])"
     "|\\n\\s*\\n"
     f"|(?P<cjk>(?:[。．！？；]|(?<=[{HAN}])[.!?…])[。．！？；.!?…]*[{CLOSERS}]*)\\s*"
     f"|(?<=[{HAN}：，、{CLOSERS}])[ \\t|｜]*\\n\\s*|[ \\t]*\\n\\s*(?=[ \\t|｜]*[{HAN}])"
@@ -61,8 +62,11 @@ def _abbreviated(text: str, match: re.Match) -> bool:
     if match.group("cjk") is not None or "\n\n" in match.group():
         return False
     before = text[max(0, match.start() - 12) : match.start()]
-    if re.search(r"\bNo\.$", before) and text[match.end() : match.end() + 1].isdigit():
+    following = text[match.end() : match.end() + 1]
+    if re.search(r"\bNo\.$", before) and following.isdigit():
         return True
+    if following.islower() and re.search(r"\betc\.$", before, re.IGNORECASE):
+        return True  # "disks, etc. are covered": etc. ends a sentence only before a capital
     return bool(NOT_AN_END.search(before))
 
 

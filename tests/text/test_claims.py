@@ -85,7 +85,7 @@ def test_answers_are_not_refusals(answer):
         ("Version 3.5 is out. It costs 5.25 USD.", ["Version 3.5 is out.", "It costs 5.25 USD."]),
         (
             "Steps: 1. Open the tray. 2. Insert the drive.",
-            ["Steps: 1. Open the tray.", "2. Insert the drive."],
+            ["Open the tray.", "Insert the drive."],  # "Steps:" heads a list, the numbers number it
         ),
         (
             "Form No. 7 applies. He said no. Later.",
@@ -96,3 +96,55 @@ def test_answers_are_not_refusals(answer):
 )
 def test_abbreviations_initials_decimals_dates_and_list_items_stay_whole(answer, expected):
     assert [c.text for c in split_claims(answer)] == expected
+
+
+# Each case is the kind of answer an LLM writes over retrieved passages, in the words of the
+# verdicts that motivated the rule (issue 26): list numbers read as facts, meta sentences judged
+# as claims, lower-case text never split, "[citation needed]" stripped as a citation.
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            "Here are the steps:\n4. Whisk the eggs [d1].\n5. Mix 1 tsp baking soda into flour.",
+            [("Whisk the eggs.", ("d1",)), ("Mix 1 tsp baking soda into flour.", ())],
+        ),
+        (
+            "- Fresh food is excluded [d1]\n* Opened items cost 10% [d2]",
+            [("Fresh food is excluded", ("d1",)), ("Opened items cost 10%", ("d2",))],
+        ),
+        (
+            "Based on the provided passages, the restocking fee is 10% [d1]. I hope this helps!",
+            [("The restocking fee is 10%.", ("d1",))],
+        ),
+        (
+            "According to the context, tariffs rose in 2019 [d1]. The documents state that "
+            "prices fell [d2]. Let me know if you have any other questions.",
+            [("Tariffs rose in 2019.", ("d1",)), ("Prices fell.", ("d2",))],
+        ),
+        (
+            "Sure! Here is what I found:\nThe office opens at 9 [d1].",
+            [("The office opens at 9.", ("d1",))],
+        ),
+        (
+            "the fee is 10% [d1]. returns take 30 days. see the u.s. rules, e.g. this one.",
+            [
+                ("the fee is 10%.", ("d1",)),
+                ("returns take 30 days.", ()),
+                ("see the u.s. rules, e.g. this one.", ()),
+            ],
+        ),
+        (
+            "The band split in 1999 [citation needed]. It reformed later [d1, d2].",
+            [
+                ("The band split in 1999 [citation needed].", ()),
+                ("It reformed later.", ("d1", "d2")),
+            ],
+        ),
+        (
+            "See [the guide](https://example.org) for more [d3].",
+            [("See [the guide](https://example.org) for more.", ("d3",))],
+        ),
+    ],
+)
+def test_list_numbers_meta_sentences_and_non_markers_are_no_claims(answer, expected):
+    assert split_claims(answer) == [Claim(text, cites) for text, cites in expected]
