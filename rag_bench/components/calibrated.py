@@ -6,17 +6,19 @@ context passages:
 
 - lexical features: the share of the claim's content words in its best window and anywhere in
   the context, plain unigram and bigram overlap, the share of the claim's numbers and of its
-  capitalised names the context lacks, a negation clash with the best window, the claim's
-  length;
-- semantic features (with the ``models`` extra): all-MiniLM-L6-v2 cosine of the claim to its
-  closest window, the mean of its three closest, and to the window of best word coverage.
+  capitalised names the context lacks, a negation clash and a contrary word (guilty / no
+  contest) against the best window, the claim's length;
+- semantic features (with the ``models`` extra): all-MiniLM-L6-v2 cosines of the claim to the
+  ``CANDIDATES`` sentences of best word coverage: the highest, their mean, and the best
+  covered one's.
 
 The weights, the feature scaling and the threshold (the probability of support below which a
 claim is flagged, chosen on the training labels to maximise Cohen's κ, never by hand) are the
 few numbers in ``calibrated_judge.json``, written by ``benchmarks/train_judge.py`` with where
 they came from. Without the ``models`` extra the judge runs its lexical-only model, which is
 weaker, and says so in every verdict's reason and in ``describe()`` (the run's manifest and
-``judge-agreement`` name it); ``semantic=true`` makes a missing extra an error instead.
+``judge-agreement`` name it); ``semantic=true`` makes a missing extra an error instead,
+``semantic=false`` never loads MiniLM.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from rag_bench.data.dataset import Dataset
 from rag_bench.errors import MissingBackendError, RagBenchError
 from rag_bench.model import Chunk, Claim, Query, Verdict
 from rag_bench.text.numbers import numbers
+from rag_bench.text.polarity import contrary_clash
 from rag_bench.text.sentences import split_sentences
 
 MODEL_FILE = "calibrated_judge.json"
@@ -49,6 +52,7 @@ LEXICAL = (
     "any_number_missing",
     "names_missing",
     "negation_clash",
+    "contrary_clash",
     "log_terms",
 )
 SEMANTIC = ("cosine_best", "cosine_mean", "cosine_at_coverage")
@@ -112,7 +116,7 @@ def lexical_features(
     words, vocabulary = _words(claim), set(_words(context))
     pairs = set(zip(_words(context), _words(context)[1:]))
     wanted_numbers = numbers(claim)
-    missing_numbers = wanted_numbers - numbers(context)
+    missing_numbers = wanted_numbers - numbers(context, lenient=True)
     names = [_words(n)[0] for n in proper_names(claim) if _words(n)]
     return {
         "coverage_best": coverage[best] if spans else 0.0,
@@ -125,6 +129,7 @@ def lexical_features(
         "any_number_missing": float(bool(missing_numbers)),
         "names_missing": 1.0 - _share_found(names, vocabulary),
         "negation_clash": float(bool(spans) and polarity_clash(claim, spans[best], analyzer)),
+        "contrary_clash": float(bool(spans) and bool(contrary_clash(claim, spans[best], analyzer))),
         "log_terms": math.log1p(len(terms)),
         "_candidates": [i for i in order if single[i]][:CANDIDATES],
     }
@@ -215,18 +220,13 @@ class Pending:
 )
 class CalibratedJudge(Judge):
     """P(supported) of each claim from the learned model; supported when it reaches the
-    model's calibrated threshold (grade 2), else grade 0. ``semantic``: ``auto`` uses MiniLM
-    when the models extra is installed, ``true`` requires it, ``false`` never uses it."""
+    model's calibrated threshold (grade 2), else grade 0. ``semantic``: unset, MiniLM is used
+    when the models extra is installed; ``true`` requires it, ``false`` never uses it."""
 
     # METERED: the manifest's usage names which model ran (and what it cost in MiniLM texts)
     capabilities = frozenset({Capability.PREPARE, Capability.BATCH, Capability.METERED})
 
-    def __init__(self, semantic: str = "auto", batch_size: int = 64):
-        if semantic not in ("auto", "true", "false"):
-            raise RagBenchError(
-                f"judge.semantic={semantic!r} is not auto, true or false",
-                "auto uses MiniLM when installed",
-            )
+    def __init__(self, semantic: bool | None = None, batch_size: int = 64):
         self.semantic, self.batch_size = semantic, batch_size
         self.encoder = self._encoder()
         self.model = learned("semantic" if self.encoder is not None else "lexical")
@@ -234,12 +234,12 @@ class CalibratedJudge(Judge):
         self.counts = {"claims_judged": 0, "texts_embedded": 0}
 
     def _encoder(self):
-        if self.semantic == "false":
+        if self.semantic is False:
             return None
         try:
             return minilm(self.batch_size)
         except MissingBackendError:
-            if self.semantic == "true":
+            if self.semantic:
                 raise
             return None
 

@@ -25,7 +25,7 @@ CONTEXT = [Chunk("d1#0", "d1", 0, len(PASSAGE), PASSAGE)]
 
 
 def _lexical_judge() -> CalibratedJudge:
-    judge = CalibratedJudge(semantic="false")
+    judge = CalibratedJudge(semantic=False)
     judge.prepare(None, [], EnglishAnalyzer())
     return judge
 
@@ -67,8 +67,8 @@ def test_semantic_true_without_the_models_extra_is_an_error(monkeypatch):
 
     monkeypatch.setattr(calibrated, "minilm", missing)
     with pytest.raises(MissingBackendError):
-        CalibratedJudge(semantic="true")
-    fallback = CalibratedJudge()  # auto: the lexical model, and it says so
+        CalibratedJudge(semantic=True)
+    fallback = CalibratedJudge()  # unset: the lexical model, and it says so
     assert fallback.encoder is None and "weaker" in fallback.describe()
 
 
