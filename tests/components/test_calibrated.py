@@ -87,6 +87,7 @@ def test_a_run_manifest_names_the_model_that_ran(tmp_path):
     assert usage["claims_judged"] > 0
 
 
+@pytest.mark.slow
 def test_with_minilm_it_beats_word_overlap_on_a_public_slice(real_minilm):
     judge, _ = build_judge("calibrated", ("judge.semantic=true",))
     assert judge.usage()["model"] == "semantic"
