@@ -126,5 +126,5 @@ def judge_agreement_command(
     claims = None
     if run_ref:
         claims = open_store(runs_dir).claims([run_ref])
-    report = assess_judge(load_dataset(dataset), judge, overrides, claims, alpha)
+    report = assess_judge(load_dataset(dataset), judge, overrides, claims, alpha, resamples, seed)
     click.echo(agreement_output(report, fmt))

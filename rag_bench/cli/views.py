@@ -148,6 +148,8 @@ def agreement_output(report: dict, fmt: str) -> str:
             pd.DataFrame([{"": k, "claims": v} for k, v in report["confusion"].items()]), "table"
         ),
     ]
+    if "meta" in report:
+        lines += meta_levels(report["meta"]["levels"])
     if "run" in report:
         r = report["run"]
         lines += [
@@ -184,7 +186,13 @@ def meta_output(report: dict, fmt: str) -> str:
     ]
     if report.get("describe"):
         lines.append(report["describe"])
-    for level, found in report["levels"].items():
+    return "\n".join(lines + meta_levels(report["levels"]))
+
+
+def meta_levels(levels: dict) -> list[str]:
+    """The meta-evaluation table of each level (claim, answer), with its verdict on overlap."""
+    lines: list[str] = []
+    for level, found in levels.items():
         lines += [
             "",
             f"per {level}: {found['n']} ({found['n_groups']} groups); overlap's "
@@ -192,7 +200,7 @@ def meta_output(report: dict, fmt: str) -> str:
             render(meta_table(found), "table"),
             found["note"],
         ]
-    return "\n".join(lines)
+    return lines
 
 
 # the columns a narrow terminal loses first (the run id carries the time it was made)

@@ -74,3 +74,13 @@ def test_the_llm_judge_is_measured_the_same_way(fake, rag_bench, tmp_path):
     assert claim["scorers"]["llm"]["share_flagged"]["value"] == 0.0
     assert "does NOT beat" in claim["note"]
     assert {b["model"] for b in fake.chat_bodies()} == {"judge-3"}
+
+
+def test_a_datasets_claim_labels_get_the_same_table(rag_bench):
+    report = json.loads(
+        rag_bench("judge-agreement", "--resamples", "50", "--format", "json").stdout
+    )
+    meta = report["meta"]["levels"]
+    assert meta["claim"]["n"] == report["n_claims"]  # every labelled claim of kestrel-kb
+    assert meta["claim"]["scorers"]["lexical"]["kappa"]["value"] == pytest.approx(report["kappa"])
+    assert {"lexical", "overlap", "constant"} == set(meta["answer"]["scorers"])
