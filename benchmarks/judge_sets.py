@@ -116,8 +116,14 @@ class Source:
             ).stdout
         else:
             url = f"https://raw.githubusercontent.com/{repo}/{commit}/{path}"
-            with urllib.request.urlopen(url, timeout=60) as reply:  # noqa: S310 (fixed host)
-                data = reply.read()
+            try:
+                with urllib.request.urlopen(url, timeout=60) as reply:  # noqa: S310 (fixed host)
+                    data = reply.read()
+            except OSError as error:
+                raise SystemExit(
+                    f"cannot download {url} ({error}): give --mirror FOLDER or $RAG_BENCH_MIRROR, "
+                    "a folder of bare clones named owner+name/repo"
+                ) from None
         if len(data) > MAX_BYTES:
             raise SystemExit(f"{repo}:{path} is {len(data)} bytes, over the 4 MiB limit")
         return data
