@@ -105,6 +105,9 @@ class Verdict:
     supported: bool | None
     supported_by: tuple[str, ...]
     reason: str
+    # the judge's degree of support in [0, 1], ranking claims finer than the grade (for ROC-AUC
+    # in judge-agreement); None when it gives none (the grade / 2 stands in)
+    score: float | None = None
 
 
 @dataclass(frozen=True)

@@ -170,17 +170,22 @@ def assess_judge(
     overrides: tuple[str, ...] = (),
     run_claims: pd.DataFrame | None = None,
     alpha: float = 0.05,
+    resamples: int = 1000,
+    seed: int = 0,
 ) -> dict:
-    """Agreement of a judge with the labelled claims; with a run's claims (judged by the same
+    """Agreement of a judge with the labelled claims, and (``meta``) the meta-evaluation table
+    per claim and per answer beside the baselines; with a run's claims (judged by the same
     judge), also the prediction-powered interval of that run's true supported share."""
+    from rag_bench.analysis.meta import meta_evaluate
     from rag_bench.components.registry import VariantSpec, build, resolve
 
     check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
+    check_number("resamples", resamples, 1, whole=True)
     resolved = resolve(VariantSpec("judge-agreement", {"judge": {"name": judge}}), overrides)
-    agreement = judge_agreement(
-        dataset, build("judge", resolved["judge"]), build("analyzer", resolved["analyzer"]), judge
-    )
+    built = build("judge", resolved["judge"])
+    agreement = judge_agreement(dataset, built, build("analyzer", resolved["analyzer"]), judge)
     report = {"judge": resolved["judge"], "dataset": dataset.name, **agreement.stats()}
+    report["meta"] = meta_evaluate(dataset_items(dataset), built, judge, (), resamples, seed)
     if run_claims is not None:
         judged = run_claims.dropna(subset=["supported"])
         used = set(judged["judge"].dropna())
@@ -197,3 +202,70 @@ def assess_judge(
             alpha,
         )
     return report
+
+
+def dataset_items(dataset: Dataset) -> list:
+    """The dataset's recorded answers as labelled items: an answer is supported when every
+    labelled claim is supported by a document of its ranking, and carries its claims."""
+    from rag_bench.data.labels import LabelledClaimText, LabelledItem
+
+    items = []
+    for query, claims, gold, context in labelled_claims(dataset):
+        items.append(
+            LabelledItem(
+                id=query.id,
+                context=tuple(chunk.text for chunk in context),
+                text=dataset.answers[query.id].answer,
+                supported=all(gold),
+                is_answer=True,
+                question=query.text,
+                claims=tuple(LabelledClaimText(c.text, g) for c, g in zip(claims, gold)),
+                group=query.id,
+            )
+        )
+    return items
+
+
+def build_judge(judge: str, overrides: tuple[str, ...] = ()):
+    """The judge (and its resolved parameters) as a run would build it, prepared with the
+    variant's analyzer."""
+    from rag_bench.components.registry import VariantSpec, build, resolve
+
+    resolved = resolve(VariantSpec("judge-agreement", {"judge": {"name": judge}}), overrides)
+    built = build("judge", resolved["judge"])
+    if Capability.PREPARE in built.capabilities:
+        if judge == "annotated":
+            raise RagBenchError(
+                "the annotated judge reads a dataset's own labels, not a labels file",
+                "pick another --judge (lexical, calibrated, nli, llm, ...)",
+            )
+        built.prepare(None, [], build("analyzer", resolved["analyzer"]))
+    return built, resolved["judge"]
+
+
+def assess_labels(
+    labels: str,
+    judge: str = "lexical",
+    overrides: tuple[str, ...] = (),
+    calibration: str | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """The meta-evaluation table of a judge on a labels JSONL file (rag_bench.data.labels),
+    with the constant and unigram-overlap baselines; ``calibration`` (another labels file)
+    chooses overlap's threshold, else it is cross-fitted."""
+    from rag_bench.analysis.meta import meta_evaluate
+    from rag_bench.data.labels import load_labels
+
+    check_number("resamples", resamples, 1, whole=True)
+    items = load_labels(labels)
+    calibrating = load_labels(calibration) if calibration else ()
+    built, params = build_judge(judge, overrides)
+    report = meta_evaluate(items, built, judge, calibrating, resamples, seed)
+    return {**report, "judge": params, "labels": str(labels), "describe": _describe(built)}
+
+
+def _describe(judge) -> str:
+    """What the judge says of itself (e.g. which model ran, or that it is the weaker one)."""
+    describe = getattr(judge, "describe", None)
+    return describe() if callable(describe) else ""

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from rag_bench.cli.options import FORMATS, REAL, WHOLE, format_option, open_store, runs_dir_option
+from rag_bench.cli.options import (
+    FORMATS,
+    REAL,
+    WHOLE,
+    format_option,
+    open_store,
+    resampling_options,
+    runs_dir_option,
+)
 
 
 @click.command("eval")
@@ -81,15 +89,42 @@ def eval_command(qrels_path, run_path, metrics, complete, rel_level, per_query, 
     show_default=True,
     help="1 - the confidence of the run's prediction-powered interval.",
 )
+@click.option(
+    "--labels",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A labels JSONL file (answers or claims with a human label, see docs/judges.md): "
+    "measure the judge on it beside the constant and unigram-overlap baselines.",
+)
+@click.option(
+    "--calibration",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="With --labels: another labels file that sets overlap's threshold "
+    "(else cross-fitted on the labels themselves).",
+)
+@resampling_options
 @format_option(("table", "json"))
-def judge_agreement_command(judge, overrides, dataset, run_ref, runs_dir, alpha, fmt):
-    """How well a judge agrees with the human claim labels of answers.jsonl."""
-    from rag_bench.analysis.agreement import assess_judge
-    from rag_bench.cli.views import agreement_output
+def judge_agreement_command(
+    judge, overrides, dataset, run_ref, runs_dir, alpha, labels, calibration, seed, resamples, fmt
+):
+    """How well a judge agrees with human labels: the claim labels of a dataset's answers.jsonl,
+    or with --labels any labelled answers or claims (balanced accuracy, kappa, ROC-AUC,
+    precision/recall of unsupported, share flagged, with bootstrap intervals and baselines)."""
+    from rag_bench.analysis.agreement import assess_judge, assess_labels
+    from rag_bench.cli.views import agreement_output, meta_output
     from rag_bench.data.dataset import load_dataset
 
+    if labels:
+        if dataset or run_ref:
+            raise click.UsageError("--labels measures on its own file: leave out --dataset/--run")
+        report = assess_labels(labels, judge, overrides, calibration, resamples, seed)
+        click.echo(meta_output(report, fmt))
+        return
+    if calibration:
+        raise click.UsageError("--calibration goes with --labels")
     claims = None
     if run_ref:
         claims = open_store(runs_dir).claims([run_ref])
-    report = assess_judge(load_dataset(dataset), judge, overrides, claims, alpha)
+    report = assess_judge(load_dataset(dataset), judge, overrides, claims, alpha, resamples, seed)
     click.echo(agreement_output(report, fmt))

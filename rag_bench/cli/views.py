@@ -148,6 +148,8 @@ def agreement_output(report: dict, fmt: str) -> str:
             pd.DataFrame([{"": k, "claims": v} for k, v in report["confusion"].items()]), "table"
         ),
     ]
+    if "meta" in report:
+        lines += meta_levels(report["meta"]["levels"])
     if "run" in report:
         r = report["run"]
         lines += [
@@ -156,6 +158,49 @@ def agreement_output(report: dict, fmt: str) -> str:
             f"prediction-powered estimate {r['estimate']:.4f} [{r['low']:.4f}, {r['high']:.4f}]",
         ]
     return "\n".join(lines)
+
+
+def meta_table(level: dict) -> pd.DataFrame:
+    """One row per measure, one column per scorer (the judge, overlap, constant): value
+    [low, high]."""
+    from rag_bench.analysis.meta import MEASURES
+
+    def cell(found: dict) -> str:
+        if np.isnan(found["value"]):
+            return "n/a"
+        return f"{found['value']:.3f} [{found['low']:.3f}, {found['high']:.3f}]"
+
+    columns = {"measure": list(MEASURES)}
+    for scorer, measures in level["scorers"].items():
+        columns[scorer] = [cell(measures[m]) for m in MEASURES]
+    return pd.DataFrame(columns)
+
+
+def meta_output(report: dict, fmt: str) -> str:
+    if fmt == "json":
+        return to_json(report)
+    params = ", ".join(f"{k}={v}" for k, v in report["judge"].items() if k != "name")
+    lines = [
+        f"judge {report['judge']['name']} ({params or 'no parameters'}) on {report['labels']}: "
+        f"{report['n_items']} labelled items"
+    ]
+    if report.get("describe"):
+        lines.append(report["describe"])
+    return "\n".join(lines + meta_levels(report["levels"]))
+
+
+def meta_levels(levels: dict) -> list[str]:
+    """The meta-evaluation table of each level (claim, answer), with its verdict on overlap."""
+    lines: list[str] = []
+    for level, found in levels.items():
+        lines += [
+            "",
+            f"per {level}: {found['n']} ({found['n_groups']} groups); overlap's "
+            f"{found['overlap_threshold']}",
+            render(meta_table(found), "table"),
+            found["note"],
+        ]
+    return lines
 
 
 # the columns a narrow terminal loses first (the run id carries the time it was made)

@@ -8,6 +8,7 @@ from rag_bench.components.registry import ComponentSpec, VariantSpec
 
 def components() -> list[ComponentSpec]:
     from rag_bench.components.analyzers import AutoAnalyzer, ChineseAnalyzer, EnglishAnalyzer
+    from rag_bench.components.calibrated import CalibratedJudge
     from rag_bench.components.chunking import FixedChunker, RecursiveChunker, WholeDocument
     from rag_bench.components.dense import LSAEncoder
     from rag_bench.components.fusion import ReciprocalRankFusion, WeightedScoreFusion
@@ -57,6 +58,7 @@ def components() -> list[ComponentSpec]:
         HTTPSystemGenerator,
         LexicalJudge,
         AnnotatedJudge,
+        CalibratedJudge,
         LLMJudge,
         LLMRelevanceJudge,
         NLIJudge,

@@ -252,7 +252,8 @@ class LexicalJudge(Judge):
             best = max(grades.values(), default=0)
             by = tuple(d for d, g in grades.items() if g >= self.supported_at)
             reason = _reason(*deciding) if deciding else "no context"
-            verdicts.append(Verdict(best, best >= self.supported_at, by, reason))
+            score = (deciding[0].grade + deciding[0].coverage) / 3 if deciding else 0.0
+            verdicts.append(Verdict(best, best >= self.supported_at, by, reason, score))
         return verdicts
 
 

@@ -310,6 +310,7 @@ class NLIJudge(Judge):
                     grade >= self.supported_at,
                     by,
                     f"entailment {row[best]:.2f} by {context[best].doc_id}",
+                    float(row[best]),
                 )
             )
         return verdicts

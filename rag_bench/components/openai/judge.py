@@ -352,7 +352,8 @@ class LLMJudge(EndpointComponent, Judge):
                 supported_votes = {g.grade >= self.supported_at for g in grades}
                 self._stats["repeats_unanimous_supported"] += len(supported_votes) == 1
         self._count("claims_judged")
-        return Verdict(grade, supported, by, reason)
+        score = sum(g.grade for g in grades) / (2 * len(grades))  # the repeats' mean grade
+        return Verdict(grade, supported, by, reason, score)
 
     def _count(self, name: str) -> None:
         with self._lock:
