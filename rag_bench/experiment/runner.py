@@ -34,7 +34,7 @@ from rag_bench.errors import DataError, ParameterError, RagBenchError, UsageErro
 from rag_bench.experiment.provenance import git_commit, package_versions
 from rag_bench.experiment.traces import build_traces
 from rag_bench.io.cache import Cache, default_cache_dir
-from rag_bench.model import Query
+from rag_bench.model import Query, QueryResult
 from rag_bench.pipeline.compose import IndexReport, Pipeline
 from rag_bench.pipeline.executors import Executor, LocalExecutor
 from rag_bench.runs import (
@@ -46,6 +46,7 @@ from rag_bench.runs import (
     WriteError,
     open_runs,
 )
+from rag_bench.runs.records import answer_record, restored_answer
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
 
@@ -366,13 +367,15 @@ class _Saver:
         self.before = dict(checkpoint.progress)
         self.reused = 0
 
-    def lookup(self, query_id: str, key: str) -> dict | None:
+    def lookup(self, query_id: str, key: str) -> QueryResult | None:
         found = self.checkpoint.lookup(query_id, key)
         self.reused += found is not None
-        return found
+        return restored_answer(found)
 
-    def save(self, records: list[dict]) -> None:
-        self.checkpoint.save(records, {"elapsed_s": self.elapsed(), "usage": self.usage()})
+    def save(self, answers: list[tuple[str, str, QueryResult]]) -> None:
+        records = [answer_record(*answer) for answer in answers]
+        progress = {"elapsed_s": self.elapsed(), "usage": self.usage()}
+        self.checkpoint.save([r for r in records if r is not None], progress)
 
     def elapsed(self) -> float:
         return round(self.before.get("elapsed_s", 0.0) + time.perf_counter() - self.started, 3)
