@@ -320,3 +320,43 @@ def gate_output(result, fmt: str) -> str:
         fit_line(f"{row.metric}: {row.verdict}, {row.reason}") for row in result.rows.itertuples()
     ]
     return table + "\n\n" + "\n".join(reasons)
+
+
+def robustness_output(result, fmt: str) -> str:
+    """The robustness table: per run, what each perturbation costs each metric per slice."""
+    rows = result.rows
+    if fmt == "json":
+        return to_json(as_records(rows))
+    if fmt in ("csv", "markdown"):
+        return render(rows, fmt)
+    made = "; ".join(
+        f"{run}: " + ", ".join(f"{kind} {c.get('made', '?')}" for kind, c in counts.items())
+        for run, counts in result.perturbations.items()
+        if counts
+    )
+    head = (
+        f"perturbed copy against its original query, same run. {result.test} test, p "
+        f"Holm-adjusted over the table, * = p_adj < {result.alpha}"
+        + (f". Copies made: {made}" if made else "")
+    )
+    table = pd.DataFrame(
+        {
+            "run": rows["run"],
+            "perturbation": rows["perturbation"],
+            "slice": rows["slice"],
+            "metric": rows["metric"],
+            "original": rows["mean_original"],
+            "perturbed": rows["mean_perturbed"],
+            "delta": rows["delta"],
+            "95% ci": [
+                f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(rows["ci_low"], rows["ci_high"])
+            ],
+            "p_adj": rows["p_adjusted"],
+            "w/t/l": [
+                f"{w}/{t}/{lo}" for w, t, lo in zip(rows["wins"], rows["ties"], rows["losses"])
+            ],
+            "n": rows["n"],
+            "sig": np.where(rows["significant"], "*", ""),
+        }
+    )
+    return "\n".join([fit_line(head), "", render(table, fmt, drop=("n", "w/t/l"))])

@@ -15,6 +15,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pandas as pd
+
 from rag_bench.errors import UnknownNameError, UsageError
 
 SEPARATOR = "~"
@@ -278,3 +280,21 @@ def perturb_queries(queries: Sequence, kinds: Sequence[str], seed: int):
             made += 1
         counts[kind] = {"made": made, "unchanged": len(queries) - made}
     return copies, counts
+
+
+def with_perturbed(data, chosen: Sequence[str], kinds: Sequence[str], seed: int):
+    """``data`` with the perturbed copies of its ``chosen`` queries added (queries and qrels),
+    the chosen ids followed by the copies' ids, and per kind how many copies were made."""
+    from rag_bench.data.qrels import Qrels
+
+    copies, counts = perturb_queries([data.queries[q] for q in chosen], kinds, seed)
+    original_of = {c.id: c.id.rsplit(SEPARATOR, 1)[0] for c in copies}
+    frame = data.qrels.frame
+    judged = frame.assign(query_id=frame["query_id"].astype(str))
+    extra = [
+        judged[judged["query_id"] == original].assign(query_id=copy)
+        for copy, original in original_of.items()
+    ]
+    qrels = Qrels._from_frame(pd.concat([judged, *extra], ignore_index=True), data.qrels.source)
+    queries = {**data.queries, **{c.id: c for c in copies}}
+    return replace(data, queries=queries, qrels=qrels), [*chosen, *original_of], counts
