@@ -104,7 +104,7 @@ def _row(d, a, b, low: float, high: float, p: float, gain: np.ndarray) -> dict:
     }
 
 
-def _check(test: str, alpha: float, resamples: int, seed: int, mde: float | None) -> None:
+def check_options(test: str, alpha: float, resamples: int, seed: int, mde: float | None) -> None:
     if test not in TESTS:
         raise UnknownNameError("test", test, list(TESTS))
     check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
@@ -114,7 +114,9 @@ def _check(test: str, alpha: float, resamples: int, seed: int, mde: float | None
         check_number("mde", mde, 0, open_low=True)
 
 
-def _table(pairs: list[Pair], test: str, alpha: float, resamples: int, seed: int) -> pd.DataFrame:
+def paired_table(
+    pairs: list[Pair], test: str, alpha: float, resamples: int, seed: int
+) -> pd.DataFrame:
     """compare's rows of ``pairs``: the statistics, Holm over the whole table, the MDE."""
     arrays = [(p.a, p.b) for p in pairs]
     stats = _statistics(arrays, [p.metric for p in pairs], test, resamples, seed)
@@ -158,7 +160,7 @@ def compare(
     leaves that query out. ``runs_dir`` is the runs folder (a path, URL or :class:`RunStore`;
     None: the default).
     """
-    _check(test, alpha, resamples, seed, mde)
+    check_options(test, alpha, resamples, seed, mde)
     check_slice(slice_by)
     store = open_runs(runs_dir)
     runs = comparable_runs(store, refs, allow_mismatch)
@@ -168,7 +170,7 @@ def compare(
     queries = query_rows(con, ["run_id", "query_id", "category", "tags", "failure_class"])
     labels = query_slices(queries, slice_by, [runs[0].run_id])
     pairs, n_paired = paired_values(values, queries, runs, chosen, labels)
-    table = _table(pairs, test, alpha, resamples, seed)
+    table = paired_table(pairs, test, alpha, resamples, seed)
     columns = list(COLUMNS)
     if mde is not None:
         table["n_needed"] = [queries_needed(p.differences, mde, alpha) for p in pairs]

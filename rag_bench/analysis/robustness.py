@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag_bench.analysis.compare import _check, _table
+from rag_bench.analysis.compare import check_options, paired_table
 from rag_bench.analysis.pairing import Pair
 from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows
 from rag_bench.analysis.slices import check_slice, in_slice, query_slices, slice_names
@@ -43,7 +43,8 @@ class Robustness:
     """One row per (run, perturbation, slice, metric): original mean, perturbed mean, delta."""
 
     rows: pd.DataFrame
-    perturbations: dict[str, dict[str, dict[str, int]]]  # run id -> the manifest's counts
+    perturbations: dict[str, dict[str, int]]  # run id -> copies made per perturbation
+    variants: dict[str, str]  # run id -> its variant
     test: str
     alpha: float
 
@@ -88,7 +89,7 @@ def robustness(
     original query to its perturbed copy, per perturbation, slice and metric, with a bootstrap
     interval, the paired test and Holm across the table; a negative delta of a
     higher-is-better metric is what the perturbation costs."""
-    _check(test, alpha, resamples, seed, None)
+    check_options(test, alpha, resamples, seed, None)
     check_slice(slice_by)
     store = open_runs(runs_dir)
     runs = [store.get(ref) for ref in refs]
@@ -105,8 +106,9 @@ def robustness(
                 "make one with: rag-bench run --perturb typo,colloquial,synonym,reorder",
             )
         pairs.extend(found)
-        counts[run.run_id] = run.manifest.get("perturbation", {}).get("counts", {})
-    table = _table(pairs, test, alpha, resamples, seed)
+        made = [q.rsplit(SEPARATOR, 1)[1] for q in queries["query_id"] if SEPARATOR in q]
+        counts[run.run_id] = {kind: made.count(kind) for kind in sorted(set(made))}
+    table = paired_table(pairs, test, alpha, resamples, seed)
     table = table.rename(
         columns={
             "run_a": "run",
@@ -115,4 +117,5 @@ def robustness(
             "mean_b": "mean_perturbed",
         }
     )
-    return Robustness(table[COLUMNS], counts, test, alpha)
+    variants = {run.run_id: run.variant for run in runs}
+    return Robustness(table[COLUMNS], counts, variants, test, alpha)

@@ -330,7 +330,7 @@ def robustness_output(result, fmt: str) -> str:
     if fmt in ("csv", "markdown"):
         return render(rows, fmt)
     made = "; ".join(
-        f"{run}: " + ", ".join(f"{kind} {c.get('made', '?')}" for kind, c in counts.items())
+        f"{result.variants.get(run, run)}: " + ", ".join(f"{k} {n}" for k, n in counts.items())
         for run, counts in result.perturbations.items()
         if counts
     )
@@ -339,9 +339,14 @@ def robustness_output(result, fmt: str) -> str:
         f"Holm-adjusted over the table, * = p_adj < {result.alpha}"
         + (f". Copies made: {made}" if made else "")
     )
+    # a run by its variant when that names it alone (the id is in the legend)
+    variants = result.variants
+    shown = {r: v for r, v in variants.items() if list(variants.values()).count(v) == 1}
+    legend = "; ".join(f"{v} = {r}" for r, v in shown.items())
+    head = (legend + ". " if legend else "") + head
     table = pd.DataFrame(
         {
-            "run": rows["run"],
+            "run": rows["run"].map(lambda r: shown.get(r, r)),
             "perturbation": rows["perturbation"],
             "slice": rows["slice"],
             "metric": rows["metric"],
