@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.analysis.pairing import TIE, Pair, comparable_runs, paired_values
-from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows
+from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows, stored_metrics
 from rag_bench.analysis.slices import check_slice, query_slices
 from rag_bench.errors import RagBenchError, UnknownNameError, check_number
 from rag_bench.evaluation.measures import improvement
@@ -58,6 +58,8 @@ class Comparison:
     constant: dict[str, float] = field(default_factory=dict)
     # the paired values behind each row, in the rows' order
     pairs: list[Pair] = field(default_factory=list, repr=False)
+    # what a reader must know before trusting the table (one line each)
+    warnings: list[str] = field(default_factory=list)
 
 
 def constant_metrics(values: pd.DataFrame) -> dict[str, float]:
@@ -175,4 +177,37 @@ def compare(
     if mde is not None:
         table["n_needed"] = [queries_needed(p.differences, mde, alpha) for p in pairs]
         columns.append("n_needed")
-    return Comparison(table[columns], n_paired, test, alpha, constant_metrics(values), pairs)
+    warnings = judged_gaps(con, runs, pairs)
+    constant = constant_metrics(values)
+    return Comparison(table[columns], n_paired, test, alpha, constant, pairs, warnings)
+
+
+JUDGED = "judged@10"
+JUDGED_GAP = 0.05  # five points of judged@10 apart: enough unjudged documents to move nDCG
+
+
+def judged_gaps(con, runs, pairs: list[Pair]) -> list[str]:
+    """A warning per compared run whose top 10 the qrels judge more than :data:`JUDGED_GAP`
+    less (or more) than the baseline's, over the queries they share: unjudged documents count
+    as not relevant, so a retriever that finds documents the pool never saw scores lower than it
+    is, and the comparison is partly about holes in the qrels."""
+    if JUDGED not in stored_metrics(con):
+        return []
+    judged = metric_values(con, [JUDGED], defined_only=True)
+    wide = judged.pivot_table(index="query_id", columns="run_id", values="value")
+    base = runs[0].run_id
+    out = []
+    for other in dict.fromkeys(p.run_b for p in pairs):
+        if base not in wide or other not in wide:
+            continue
+        both = wide[[base, other]].dropna()
+        if both.empty:
+            continue
+        a, b = both[base].mean(), both[other].mean()
+        if abs(b - a) > JUDGED_GAP:
+            out.append(
+                f"{JUDGED} is {a:.2f} for {base} and {b:.2f} for {other}: the qrels judge "
+                f"{abs(b - a) * 100:.0f} points more of one run's top 10, so the comparison is "
+                "partly about holes in the qrels (judge the unjudged documents of both top 10s)"
+            )
+    return out

@@ -298,7 +298,8 @@ def comparison_output(result, fmt: str) -> str:
         }
     )
     body = render(table, fmt, drop=("p", "n")) if len(table) else "(every metric is constant)"
-    return "\n".join([fit_line(head), *same, "", body])
+    warnings = [fit_line(f"warning: {w}") for w in result.warnings]
+    return "\n".join([fit_line(head), *same, *warnings, "", body])
 
 
 def diff_output(listed: pd.DataFrame, metric: str, fmt: str) -> str:
