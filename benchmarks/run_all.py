@@ -19,6 +19,7 @@ BENCHMARKS = (
     "bench_retrieval.py",
     "bench_end_to_end.py",
     "bench_store.py",
+    "bench_compare.py",
     "bench_scaling.py",
     "bench_refuse.py",
     # judges × public human-labelled sets (README's last section); fetches the sets once

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.analysis.pairing import TIE, Pair, comparable_runs, paired_values
-from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows
+from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows, stored_metrics
 from rag_bench.analysis.slices import check_slice, query_slices
 from rag_bench.errors import RagBenchError, UnknownNameError, check_number
 from rag_bench.evaluation.measures import improvement
@@ -58,6 +58,8 @@ class Comparison:
     constant: dict[str, float] = field(default_factory=dict)
     # the paired values behind each row, in the rows' order
     pairs: list[Pair] = field(default_factory=list, repr=False)
+    # what a reader must know before trusting the table (one line each)
+    warnings: list[str] = field(default_factory=list)
 
 
 def constant_metrics(values: pd.DataFrame) -> dict[str, float]:
@@ -104,7 +106,7 @@ def _row(d, a, b, low: float, high: float, p: float, gain: np.ndarray) -> dict:
     }
 
 
-def _check(test: str, alpha: float, resamples: int, seed: int, mde: float | None) -> None:
+def check_options(test: str, alpha: float, resamples: int, seed: int, mde: float | None) -> None:
     if test not in TESTS:
         raise UnknownNameError("test", test, list(TESTS))
     check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
@@ -114,7 +116,9 @@ def _check(test: str, alpha: float, resamples: int, seed: int, mde: float | None
         check_number("mde", mde, 0, open_low=True)
 
 
-def _table(pairs: list[Pair], test: str, alpha: float, resamples: int, seed: int) -> pd.DataFrame:
+def paired_table(
+    pairs: list[Pair], test: str, alpha: float, resamples: int, seed: int
+) -> pd.DataFrame:
     """compare's rows of ``pairs``: the statistics, Holm over the whole table, the MDE."""
     arrays = [(p.a, p.b) for p in pairs]
     stats = _statistics(arrays, [p.metric for p in pairs], test, resamples, seed)
@@ -158,7 +162,7 @@ def compare(
     leaves that query out. ``runs_dir`` is the runs folder (a path, URL or :class:`RunStore`;
     None: the default).
     """
-    _check(test, alpha, resamples, seed, mde)
+    check_options(test, alpha, resamples, seed, mde)
     check_slice(slice_by)
     store = open_runs(runs_dir)
     runs = comparable_runs(store, refs, allow_mismatch)
@@ -168,9 +172,42 @@ def compare(
     queries = query_rows(con, ["run_id", "query_id", "category", "tags", "failure_class"])
     labels = query_slices(queries, slice_by, [runs[0].run_id])
     pairs, n_paired = paired_values(values, queries, runs, chosen, labels)
-    table = _table(pairs, test, alpha, resamples, seed)
+    table = paired_table(pairs, test, alpha, resamples, seed)
     columns = list(COLUMNS)
     if mde is not None:
         table["n_needed"] = [queries_needed(p.differences, mde, alpha) for p in pairs]
         columns.append("n_needed")
-    return Comparison(table[columns], n_paired, test, alpha, constant_metrics(values), pairs)
+    warnings = judged_gaps(con, runs, pairs)
+    constant = constant_metrics(values)
+    return Comparison(table[columns], n_paired, test, alpha, constant, pairs, warnings)
+
+
+JUDGED = "judged@10"
+JUDGED_GAP = 0.05  # five points of judged@10 apart: enough unjudged documents to move nDCG
+
+
+def judged_gaps(con, runs, pairs: list[Pair]) -> list[str]:
+    """A warning per compared run whose top 10 the qrels judge more than :data:`JUDGED_GAP`
+    less (or more) than the baseline's, over the queries they share: unjudged documents count
+    as not relevant, so a retriever that finds documents the pool never saw scores lower than it
+    is, and the comparison is partly about holes in the qrels."""
+    if JUDGED not in stored_metrics(con):
+        return []
+    judged = metric_values(con, [JUDGED], defined_only=True)
+    wide = judged.pivot_table(index="query_id", columns="run_id", values="value")
+    base = runs[0].run_id
+    out = []
+    for other in dict.fromkeys(p.run_b for p in pairs):
+        if base not in wide or other not in wide:
+            continue
+        both = wide[[base, other]].dropna()
+        if both.empty:
+            continue
+        a, b = both[base].mean(), both[other].mean()
+        if abs(b - a) > JUDGED_GAP:
+            out.append(
+                f"{JUDGED} is {a:.2f} for {base} and {b:.2f} for {other}: the qrels judge "
+                f"{abs(b - a) * 100:.0f} points more of one run's top 10, so the comparison is "
+                "partly about holes in the qrels (judge the unjudged documents of both top 10s)"
+            )
+    return out

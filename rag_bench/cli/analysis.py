@@ -205,3 +205,30 @@ def report_command(
         output=output,
     )
     click.echo(f"wrote {output}", err=True)
+
+
+@click.command("robustness")
+@click.argument("runs", nargs=-1, required=True)
+@slice_option
+@click.option("--metrics", default=None, help="Comma-separated metric names.")
+@significance_options
+@resampling_options
+@runs_dir_option()
+@format_option(FORMATS)
+def robustness_command(runs, slice_by, metrics, test, alpha, resamples, seed, runs_dir, fmt):
+    """What perturbed queries cost each run: every perturbed copy (run --perturb) paired with
+    its original, per perturbation, slice and metric, with paired significance tests."""
+    from rag_bench.analysis.robustness import robustness
+    from rag_bench.cli.views import robustness_output
+
+    result = robustness(
+        open_store(runs_dir),
+        runs,
+        slice_by=slice_by,
+        metrics=split_list(metrics) if metrics else None,
+        test=test,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+    )
+    click.echo(robustness_output(result, fmt))

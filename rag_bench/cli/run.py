@@ -72,7 +72,16 @@ from rag_bench.pipeline.executors import EXECUTORS
 )
 @click.option("--tag", default=None, help="Run only the queries carrying this tag (e.g. smoke).")
 @click.option("--sample", type=WHOLE, default=None, help="Run a seeded random subset of N queries.")
-@click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed for --sample.")
+@click.option(
+    "--perturb",
+    default=None,
+    metavar="KINDS",
+    help="Also run perturbed copies of each query that keep its labels: comma-separated of "
+    "typo, colloquial, synonym, reorder (see rag-bench robustness).",
+)
+@click.option(
+    "--seed", type=WHOLE, default=0, show_default=True, help="Seed for --sample and --perturb."
+)
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
 @click.option(
     "--executor",
@@ -108,6 +117,7 @@ def run_command(
     tier,
     tag,
     sample,
+    perturb,
     seed,
     split,
     executor,
@@ -143,6 +153,19 @@ def run_command(
     click.echo(comparison_output(comparison, fmt))
 
 
+def _selection(p: dict):
+    """The query selection the options make (``--tier``, ``--tag``, ``--sample``,
+    ``--perturb``, ``--seed``)."""
+    from rag_bench.data.selection import Selection
+
+    perturb = tuple(split_list(p["perturb"])) if p["perturb"] is not None else ()
+    if p["perturb"] is not None and not perturb:
+        raise UserMistake(UsageError("--perturb names no perturbation", "e.g. --perturb typo"))
+    return Selection(
+        tag=p["tag"], sample=p["sample"], seed=p["seed"], tier=p["tier"], perturb=perturb
+    )
+
+
 def interruption_message(error: KeyboardInterrupt, stored: list) -> str:
     """The one line printed when a run command is interrupted (``stored``: the runs stored
     before)."""
@@ -157,7 +180,19 @@ def interruption_message(error: KeyboardInterrupt, stored: list) -> str:
     return text
 
 
-RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tier", "tag", "sample", "seed", "split")
+RESUME_CHECKED = (
+    "ks",
+    "depth",
+    "overrides",
+    "judge",
+    "tier",
+    "tag",
+    "sample",
+    "perturb",
+    "seed",
+    "split",
+)
+SELECTING = {"tier", "tag", "sample", "perturb", "seed"}
 
 
 def _run_or_resume(ctx: click.Context, results: list) -> None:
@@ -189,7 +224,6 @@ def _encoder_of(variant: str, overrides) -> str | None:
 def _run_with(ctx: click.Context, results: list, executor) -> None:
     from rag_bench.components.registry import ALL_VARIANTS, registry
     from rag_bench.data.dataset import load_dataset
-    from rag_bench.data.selection import Selection
     from rag_bench.experiment.runner import resume_run, run_variant
 
     p = ctx.params
@@ -209,7 +243,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
         }
         if variants and (variants.strip() == ALL_VARIANTS or len(split_list(variants)) > 1):
             raise UserMistake(UsageError("--resume finishes one run", "give one --variant or none"))
-        selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"], tier=p["tier"])
+        selection = _selection(p)
         result = resume_run(
             p["resume"],
             runs_dir=p["runs_dir"],
@@ -219,7 +253,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             overrides=overrides if given & {"overrides", "judge"} else None,
             ks=cutoffs(p["ks"]) if "ks" in given else None,
             depth=p["depth"] if "depth" in given else None,
-            selection=selection if given & {"tier", "tag", "sample", "seed"} else None,
+            selection=selection if given & SELECTING else None,
             progress=progress("resume"),
             executor=executor,
         )
@@ -234,7 +268,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
     data = load_dataset(p["dataset"], split=p["split"])
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
-    selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"], tier=p["tier"])
+    selection = _selection(p)
     if p["name"] is not None and (len(names) > 1 or p["sweeps"]):
         raise UserMistake(
             UsageError("--name names one run", "give one --variant and no --sweep, or no --name")

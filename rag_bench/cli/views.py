@@ -343,7 +343,8 @@ def comparison_output(result, fmt: str) -> str:
         }
     )
     body = render(table, fmt, drop=("p", "n")) if len(table) else "(every metric is constant)"
-    return "\n".join([fit_line(head), *same, "", body])
+    warnings = [fit_line(f"warning: {w}") for w in result.warnings]
+    return "\n".join([fit_line(head), *same, *warnings, "", body])
 
 
 def diff_output(listed: pd.DataFrame, metric: str, fmt: str) -> str:
@@ -365,3 +366,48 @@ def gate_output(result, fmt: str) -> str:
         fit_line(f"{row.metric}: {row.verdict}, {row.reason}") for row in result.rows.itertuples()
     ]
     return table + "\n\n" + "\n".join(reasons)
+
+
+def robustness_output(result, fmt: str) -> str:
+    """The robustness table: per run, what each perturbation costs each metric per slice."""
+    rows = result.rows
+    if fmt == "json":
+        return to_json(as_records(rows))
+    if fmt in ("csv", "markdown"):
+        return render(rows, fmt)
+    made = "; ".join(
+        f"{result.variants.get(run, run)}: " + ", ".join(f"{k} {n}" for k, n in counts.items())
+        for run, counts in result.perturbations.items()
+        if counts
+    )
+    head = (
+        f"perturbed copy against its original query, same run. {result.test} test, p "
+        f"Holm-adjusted over the table, * = p_adj < {result.alpha}"
+        + (f". Copies made: {made}" if made else "")
+    )
+    # a run by its variant when that names it alone (the id is in the legend)
+    variants = result.variants
+    shown = {r: v for r, v in variants.items() if list(variants.values()).count(v) == 1}
+    legend = "; ".join(f"{v} = {r}" for r, v in shown.items())
+    head = (legend + ". " if legend else "") + head
+    table = pd.DataFrame(
+        {
+            "run": rows["run"].map(lambda r: shown.get(r, r)),
+            "perturbation": rows["perturbation"],
+            "slice": rows["slice"],
+            "metric": rows["metric"],
+            "original": rows["mean_original"],
+            "perturbed": rows["mean_perturbed"],
+            "delta": rows["delta"],
+            "95% ci": [
+                f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(rows["ci_low"], rows["ci_high"])
+            ],
+            "p_adj": rows["p_adjusted"],
+            "w/t/l": [
+                f"{w}/{t}/{lo}" for w, t, lo in zip(rows["wins"], rows["ties"], rows["losses"])
+            ],
+            "n": rows["n"],
+            "sig": np.where(rows["significant"], "*", ""),
+        }
+    )
+    return "\n".join([fit_line(head), "", render(table, fmt, drop=("n", "w/t/l"))])

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag_bench.data.dataset import Dataset
+from rag_bench.data.perturb import parse_perturbations, with_perturbed
 from rag_bench.data.tiers import tier_queries
 from rag_bench.errors import ParameterError, UsageError, check_number
 from rag_bench.model import Query
@@ -15,12 +17,28 @@ from rag_bench.model import Query
 @dataclass(frozen=True)
 class Selection:
     """Which of a dataset's queries a run answers: a tier (see :mod:`rag_bench.data.tiers`),
-    then those carrying ``tag``, then a seeded sample of ``sample`` of them."""
+    then those carrying ``tag``, then a seeded sample of ``sample`` of them; with ``perturb``,
+    each chosen query's perturbed copies too (:mod:`rag_bench.data.perturb`, drawn with
+    ``seed``)."""
 
     tag: str | None = None
     sample: int | None = None
     seed: int = 0
     tier: str | None = None
+    perturb: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.perturb:  # a manifest keeps a list; one spelling, checked names
+            object.__setattr__(self, "perturb", tuple(parse_perturbations(self.perturb)))
+
+    def select(self, data: Dataset) -> tuple[Dataset, list[str]]:
+        """The dataset the run works on (``data``, with the perturbed copies and their qrels
+        added when asked) and the ids of its queries to answer, copies after originals."""
+        chosen = self.apply(data.queries)
+        if not self.perturb:
+            return data, chosen
+        data, chosen, _ = with_perturbed(data, chosen, self.perturb, self.seed)
+        return data, chosen
 
     def apply(self, queries: dict[str, Query]) -> list[str]:
         ids = list(queries)
@@ -57,7 +75,10 @@ class Selection:
 
     def record(self) -> dict:
         """The selection as the manifest keeps it (``Selection(**record)`` rebuilds it)."""
-        return {"tier": self.tier, "tag": self.tag, "sample": self.sample, "seed": self.seed}
+        record = {"tier": self.tier, "tag": self.tag, "sample": self.sample, "seed": self.seed}
+        if self.perturb:  # left out otherwise: manifests of plain runs stay as they were
+            record["perturb"] = list(self.perturb)
+        return record
 
     def shown(self) -> str:
         """The selection as the options that make it (``--tier smoke --sample 5 --seed 2``)."""
@@ -65,6 +86,8 @@ class Selection:
         parts += [f"--tag {self.tag}"] if self.tag else []
         if self.sample is not None:
             parts.append(f"--sample {self.sample} --seed {self.seed}")
+        if self.perturb:
+            parts.append(f"--perturb {','.join(self.perturb)} --seed {self.seed}")
         return " ".join(parts) or "all queries"
 
 

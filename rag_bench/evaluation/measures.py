@@ -150,6 +150,15 @@ FAMILIES: dict[str, Family] = {
             "precision at rank R, R = number of relevant documents",
             aliases=("Rprec",),
         ),
+        Family(
+            "judged",
+            RANKING,
+            _REQ,
+            "share of the top k documents that the qrels judge at all (any grade, 0 included), "
+            "over min(k, documents retrieved): ir_measures' Judged@k; low means holes in the "
+            "qrels, not a bad ranking",
+            aliases=("Judged",),
+        ),
         # answer-side families, in the order they are stored
         Family(
             "faithfulness",
@@ -437,5 +446,6 @@ def catalogue_rows() -> list[dict[str, str]]:
 
 
 DEFAULT_EVAL_MEASURES = (
-    "precision@10,recall@10,recall@100,hit@10,mrr,mrr@10,ndcg@10,ndcg_exp@10,map,map@100,rprec"
+    "precision@10,recall@10,recall@100,hit@10,mrr,mrr@10,ndcg@10,ndcg_exp@10,map,map@100,rprec,"
+    "judged@10"
 )

@@ -48,6 +48,9 @@ class RankedJudgements:
     ideal_qidx: np.ndarray  # per positively graded judgement, sorted by (query, grade desc)
     ideal_pos: np.ndarray
     ideal_grade: np.ndarray
+    judged_qidx: np.ndarray  # per judged retrieved row (any grade): query index
+    judged_pos: np.ndarray  # per judged retrieved row: 0-based rank within its query
+    n_retrieved: np.ndarray  # per query: documents retrieved
 
     @property
     def n_queries(self) -> int:
@@ -264,14 +267,21 @@ def rank_and_judge(
     rows, entries = _matching_judgements(
         run_queries, run_docs, qrels_qidx, IdColumn.of(qrels.frame["doc_id"])
     )
+    every_pos = _ranks(
+        rows, run_queries.codes, run.frame["score"].to_numpy(), run_docs, run.ordered
+    )
+    judged_qidx = run_queries.index(rows)
     graded = grades[entries] > 0
-    rows, entries = rows[graded], entries[graded]
-    pos = _ranks(rows, run_queries.codes, run.frame["score"].to_numpy(), run_docs, run.ordered)
-    qidx, grade = run_queries.index(rows), grades[entries]
+    pos, entries = every_pos[graded], entries[graded]
+    qidx, grade = judged_qidx[graded], grades[entries]
     by_rank = np.lexsort((pos, qidx))
     qidx, pos, grade = qidx[by_rank], pos[by_rank], grade[by_rank]
 
     n = len(evaluated)
+    per_code = np.bincount(run_queries.codes[run_queries.codes >= 0], minlength=0)
+    n_retrieved = np.zeros(n, dtype=np.float64)
+    scored = np.flatnonzero(run_queries.index_of_code[: len(per_code)] >= 0)
+    n_retrieved[run_queries.index_of_code[scored]] = per_code[scored]
     counted = qrels_qidx >= 0
     num_rel = np.bincount(qrels_qidx[counted & (grades >= rel_level)], minlength=n).astype(
         np.float64
@@ -289,6 +299,9 @@ def rank_and_judge(
         ideal_qidx=ideal_qidx,
         ideal_pos=_positions(ideal_qidx),
         ideal_grade=grades[positive][ideal_order],
+        judged_qidx=judged_qidx,
+        judged_pos=every_pos,
+        n_retrieved=n_retrieved,
     )
 
 
@@ -365,6 +378,12 @@ def rprec(j: RankedJudgements, k: None = None) -> np.ndarray:
     return _ratio(_per_query(j, j.qidx[mask]), j.num_rel)
 
 
+def judged(j: RankedJudgements, k: int) -> np.ndarray:
+    # ir_measures' Judged@k: over min(k, retrieved), so a short ranking is not penalised
+    in_top = _per_query(j, j.judged_qidx[j.judged_pos < k])
+    return _ratio(in_top, np.minimum(float(k), j.n_retrieved))
+
+
 def _within_query_cumsum(qidx: np.ndarray, values: np.ndarray) -> np.ndarray:
     total = np.cumsum(values, dtype=np.int64)
     if len(total) == 0:
@@ -385,6 +404,7 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "ndcg_exp": ndcg_exp,
     "map": average_precision,
     "rprec": rprec,
+    "judged": judged,
 }
 
 

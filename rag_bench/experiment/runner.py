@@ -151,7 +151,7 @@ def run_variant(
     started = time.perf_counter()
     created = datetime.now(timezone.utc)
     ks, spec, resolved, data, pipeline = _prepare(variant, dataset, overrides, ks, depth, cache_dir)
-    chosen = selection.apply(data.queries)
+    data, chosen = selection.select(data)
     store = open_runs(runs_dir)
     run_id = store.reserve_run_id(spec.name, created)
     header = {
@@ -232,7 +232,7 @@ def resume_run(
             raise _mismatch(run_id, "the query selection", wanted.shown(), selection.shown())
         data = _resume_dataset(run_id, header, dataset, split)
         pipeline = _pipeline(resolved, cache_dir)
-        chosen = wanted.apply(data.queries)
+        data, chosen = wanted.select(data)
         created = datetime.fromisoformat(header["created_at"])
         ks_ = tuple(header["ks"])
         plan = _Plan(
@@ -381,9 +381,8 @@ def evaluate_variant(
     ``unsaved``; the numbers are those :func:`run_variant` stores."""
     ks, spec, resolved, data, pipeline = _prepare(variant, dataset, overrides, ks, depth, cache_dir)
     pipeline.index(data)
-    queries = [
-        data.queries[q] for q in _selected(pipeline, spec, data, selection.apply(data.queries))
-    ]
+    data, chosen = selection.select(data)
+    queries = [data.queries[q] for q in _selected(pipeline, spec, data, chosen)]
     results = pipeline.answer(queries, depth, None, None)
     judge = resolved["judge"]["name"]
     return build_traces(

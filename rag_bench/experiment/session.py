@@ -31,6 +31,7 @@ def run(
     tier: str | None = None,
     tag: str | None = None,
     sample: int | None = None,
+    perturb: Sequence[str] = (),
     seed: int = 0,
     split: str = "test",
     runs_dir: str | Path | None = None,
@@ -48,12 +49,15 @@ def run(
     is kestrel-kb. ``overrides`` maps ``"slot.param"`` to a value, as in the manifest's
     params. ``tier`` (``smoke``, ``regression``, ``deep``; see :mod:`rag_bench.data.tiers`)
     keeps the queries of a tier, ``tag`` those carrying it; ``sample`` draws that many of them with
-    ``seed``. ``executor`` is ``"local"`` (``workers`` threads) or ``"ray"``.
+    ``seed``; ``perturb`` (e.g. ``["typo", "synonym"]``; see :mod:`rag_bench.data.perturb`) adds
+    perturbed copies of each chosen query, drawn with ``seed``, for
+    :func:`rag_bench.analysis.robustness.robustness`. ``executor`` is ``"local"`` (``workers``
+    threads) or ``"ray"``.
     """
     names = registry().variants_named(variant)  # a misspelt name fails before any work
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, split=split)
     texts = override_texts(overrides or {})
-    selection = Selection(tag=tag, sample=sample, seed=seed, tier=tier)
+    selection = Selection(tag=tag, sample=sample, seed=seed, tier=tier, perturb=tuple(perturb))
     runner = make_executor(executor, address, workers)
     try:
         results = [

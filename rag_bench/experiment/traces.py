@@ -22,7 +22,7 @@ from rag_bench.text.claims import strip_markers
 
 def ranking_measures(ks: Sequence[int]) -> list[Measure]:
     """Every ranking metric at every cutoff, plus the uncut ones."""
-    cut = ("precision", "recall", "hit", "mrr", "ndcg", "ndcg_exp", "map")
+    cut = ("precision", "recall", "hit", "mrr", "ndcg", "ndcg_exp", "map", "judged")
     return [Measure(f, k) for k in ks for f in cut] + [
         Measure("mrr"),
         Measure("map"),
