@@ -97,8 +97,15 @@ def interrupted_then_resumed(runs: Path, env: dict) -> None:
     """hybrid_rerank on kestrel-kb, SIGINT while answering, then --resume."""
     paused = {**env, "RAG_BENCH_TEST_PAUSE": "answer:30"}
     args = [str(BIN), "run", "--variant", "hybrid_rerank", "--runs-dir", str(runs)]
+    # Ctrl-C's default handler in the child: a shell that started this script in the
+    # background ignores SIGINT, and an ignored SIGINT would pass down and never interrupt
     child = subprocess.Popen(
-        args, env=paused, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+        args,
+        env=paused,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     for line in child.stderr:
         if "paused at answer" in line:
