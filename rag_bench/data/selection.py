@@ -4,6 +4,7 @@ the queries carrying a tag, then a seeded sample of them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,12 @@ class Selection:
 
     def record(self) -> dict:
         """The selection as the manifest keeps it (``Selection(**record)`` rebuilds it)."""
-        record = {"tier": self.tier, "tag": self.tag, "sample": self.sample, "seed": self.seed}
+        record: dict[str, Any] = {
+            "tier": self.tier,
+            "tag": self.tag,
+            "sample": self.sample,
+            "seed": self.seed,
+        }
         if self.perturb:  # left out otherwise: manifests of plain runs stay as they were
             record["perturb"] = list(self.perturb)
         return record
