@@ -4,8 +4,10 @@ A verdict is graded (0 unsupported, 1 partly, 2 fully supported) and names the s
 documents; ``supported`` is the grade compared with the judge's documented threshold.
 
 - ``lexical`` (default, offline, deterministic): content-word overlap between the claim and a
-  sentence window of a context passage, with guards so that a changed number, a flipped
-  negation or an unwarranted generalisation ("any order") never counts as support. It reads
+  sentence window of a context passage, with guards so that a changed number (in any written
+  form), a flipped negation, a contrary in the same slot ("pleaded guilty" for "pleaded no
+  contest") or an unwarranted generalisation ("any order") never counts as support (English
+  read by :mod:`rag_bench.text.polarity`; see docs/claims.md). It reads
   Chinese through the pipeline's analyzer (``zh`` or ``auto``): full-width digits and Chinese
   numerals before a unit count as numbers (``７天`` = ``七天`` = ``7天``), and Chinese negation
   cues (不, 没有, 无法, 未, 禁止, ...; 除外 after what it excludes) are read clause by clause.

@@ -29,6 +29,8 @@ LEADING_MARKERS = re.compile(rf"^(?:\s*(?:\[{IDS}\](?!\()|【{IDS}】|［{IDS}�
 LIST_ITEM = re.compile(
     r"^(?:#{1,6}\s+|[*_]{2}(?=\S))?(?:[-*•‣▪–]\s+|\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)]\s+)"
 )
+# A hard-wrapped line: it ends without punctuation and the next goes on in lower case.
+WRAPPED = re.compile(r"(?<=[\w,])[ \t]*\n[ \t]*(?=[a-z])")
 # Where a list starts inside a line: "Steps: 1. Open the tray."
 LIST_START = re.compile(r"(?<=:)\s+(?=(?:1|a|i)[.)]\s+\S)")
 SOURCES = (
@@ -43,7 +45,9 @@ META_LEAD = re.compile(
     rf"noted|described|shown|explained|indicated)\s+in)\s+{SOURCES}\s*[,:]\s*"
     rf"|{SOURCES}\s+(?:states?|says?|indicates?|mentions?|shows?|suggests?|notes?|explains?|"
     rf"confirms?|specif(?:y|ies))\s+that\s+"
-    r"|(?:in\s+summary|to\s+summari[sz]e|in\s+conclusion|in\s+short|overall|in\s+brief)\s*[,:]\s*)",
+    r"|(?:in\s+summary|to\s+summari[sz]e|in\s+conclusion|in\s+short|overall|in\s+brief)\s*[,:]\s*"
+    r"|(?:根据|依据|按照)(?:所|您)?(?:提供|检索到|给定|上述|以上|现有)的?"
+    r"(?:资料|文档|文件|信息|上下文|内容|材料)(?:来看|显示)?[，,:：]\s*)",
     re.IGNORECASE,
 )
 # A sentence about the conversation, not the question's subject.
@@ -88,9 +92,11 @@ def _ids(match: re.Match) -> list[str]:
 
 def _sentences(answer: str) -> list[str]:
     """Sentences, also broken after every citation marker that closes one (``… [d1]. next``),
-    whatever the case of the next word, at every line break and where a list starts."""
+    whatever the case of the next word, at every line break (but a hard wrap) and where a list
+    starts."""
     pieces = []
-    for line in LIST_START.split(answer.replace("\r", "\n")):
+    answer = WRAPPED.sub(" ", answer.replace("\r\n", "\n").replace("\r", "\n"))
+    for line in LIST_START.split(answer):
         for part in line.split("\n"):
             start = 0
             for match in CLAIM_END.finditer(part):

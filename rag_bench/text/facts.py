@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rag_bench.text.numbers import numbers
+from rag_bench.text.numbers import WORD_RUN, numbers
 from rag_bench.text.scripts import HAN
 
 # A code: one token holding digits and a capital letter, or a letter right before a digit
@@ -71,8 +71,9 @@ class Fact:
 
 def key_facts(text: str) -> list[Fact]:
     """The facts of ``text`` in the order they appear, each once: amounts, dates, codes, names
-    and the remaining numbers (a number inside a date or a code is part of that fact, not one of its
-    own; a capitalised unit after a number, as in ``31.2 W``, is no name)."""
+    and the remaining numbers, in digits or words (a number inside a date or a code is part of
+    that fact, not one of its own; a capitalised unit after a number, as in ``31.2 W``, is no
+    name)."""
     facts: list[tuple[int, Fact]] = []
     taken: list[tuple[int, int]] = []
 
@@ -96,6 +97,9 @@ def key_facts(text: str) -> list[Fact]:
             add(start, end)
     for match in re.finditer(rf"\d+(?:[.,:]\d+)*{SCALE}", text):
         add(match.start(), match.end(), bare_number=True)
+    for match in WORD_RUN.finditer(text.lower()):
+        if numbers(match.group()):  # "eight", "twenty-one"; not "one" or "first" alone
+            add(match.start(), match.end(), bare_number=True)
     unique = {fact.text.lower(): fact for _, fact in sorted(facts, key=lambda f: f[0])}
     return list(unique.values())
 
@@ -115,8 +119,8 @@ def _name_span(text: str, match: re.Match) -> tuple[int, int]:
     plain = first[1:].islower() or len(first) == 1
     if lone and plain and SENTENCE_START.search(text[:start]):
         return start, start
-    if lone and re.search(r"\d\s*$", text[:start]) and len(first) <= 3:
-        return start, start  # a unit: 31.2 W, 48 TB
+    if lone and re.search(r"\d\s*°?$", text[:start]) and len(first) <= 3:
+        return start, start  # a unit: 31.2 W, 48 TB, 100 °C
     return start, end
 
 

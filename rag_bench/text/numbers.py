@@ -98,6 +98,9 @@ WORD_RUN = re.compile(
 )
 
 
+SPACED_CODE = re.compile(r"(?<![\w.-])([a-z]*[a-z][0-9]?)[ \u00a0](\d+)(?![\d.,]*\d)")
+
+
 def _word_value(words: list[str]) -> int:
     """The value of number words: units and tens add up, a scale multiplies what came before
     (two hundred and five 205, three million two hundred thousand 3200000)."""
@@ -157,7 +160,7 @@ def numbers(text: str, lenient: bool = False) -> set[str]:
     10). Chinese numerals inside words (一起, 统一, 万一) are not numbers. English number words
     and ordinals are read as their value (three, third → 3), and a scale word multiplies
     (2.5 million → 2500000); ``lenient`` adds the readings that are only sometimes numbers (one,
-    first, second; 5 of "5 million")."""
+    first, second; 5 of "5 million"; tio2 of "TiO 2")."""
     text = fold_width(text).lower()
     found, text = _english_numbers(text, lenient)
     for code, digits, scale in NUMBER.findall(text):
@@ -168,4 +171,6 @@ def numbers(text: str, lenient: bool = False) -> set[str]:
         found.add(code + number)
     if has_han(text):
         found |= _cn_numbers(text)
+    if lenient:  # a code written apart: "TiO 2" is TiO2, "KS 440" is KS440
+        found |= {"".join(m) for m in SPACED_CODE.findall(text)}
     return found

@@ -168,6 +168,8 @@ def contrary_clash(claim: str, window: str, analyzer) -> str | None:
     South forks") fills no single slot."""
     stated_anywhere = {(g, k) for g, k, _ in _alternatives(window)}
     window_clauses = [(set(analyzer.terms(c)), _alternatives(c)) for c in clauses(window)]
+    if not window_clauses:
+        return None
     for clause in clauses(claim):
         terms = set(analyzer.terms(clause))
         found = _alternatives(clause)

@@ -393,6 +393,27 @@ def test_key_fact_recall_reads_sentence_long_gold_answers():
     assert verdict("The LED says no drive detected.", "No drive detected", "LED?") == "correct"
 
 
+def test_key_facts_of_public_open_domain_answers():
+    """Gold answers of NQ-open with answers people judged (Kamalloo et al. 2023, NQ301)."""
+    from rag_bench.evaluation.correctness import best_fact_recall, key_fact_recall
+
+    # the unit after a degree sign is no name: "100\xa0°C" asks for 100 only
+    question = "the boiling point of water is 100 degrees celsius express this in si units"
+    assert key_fact_recall("373.15 K", "100\xa0°C", question) is None
+    # several gold answers: the best one counts
+    golds = ["FedExField in Landover, Maryland", "the Washington metropolitan area"]
+    assert (
+        best_fact_recall("The Redskins play at FedExField in Landover, Maryland.", golds, "?") == 1
+    )
+    assert best_fact_recall("They are based in the Washington metropolitan area.", golds, "?") == 1
+    # numbers in words and with a scale word
+    assert key_fact_recall("around 2.4 billion years ago", "2,400,000,000 years", "when?") == 1
+    assert key_fact_recall("Denver has made eight appearances.", "8", "how many?") == 1
+    assert key_fact_recall("Denver has made 8 appearances.", "eight", "how many?") == 1
+    assert key_fact_recall("Denver has made 7 appearances.", "eight", "how many?") == 0
+    assert key_fact_recall("one of them", "first", "which?") is None  # sometimes no number
+
+
 @pytest.mark.parametrize(
     ("question", "answer", "relevant"),
     [

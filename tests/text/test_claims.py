@@ -141,10 +141,23 @@ def test_abbreviations_initials_decimals_dates_and_list_items_stay_whole(answer,
             ],
         ),
         (
+            "The restocking fee is 10% of\nthe item price [d1].\nReturns take 30 days.",
+            [
+                ("The restocking fee is 10% of the item price.", ("d1",)),
+                ("Returns take 30 days.", ()),
+            ],
+        ),
+        (
             "See [the guide](https://example.org) for more [d3].",
             [("See [the guide](https://example.org) for more.", ("d3",))],
         ),
     ],
 )
 def test_list_numbers_meta_sentences_and_non_markers_are_no_claims(answer, expected):
+    assert split_claims(answer) == [Claim(text, cites) for text, cites in expected]
+
+
+def test_a_chinese_lead_in_about_the_sources_is_no_claim():
+    answer = "根据提供的资料，签收7天内可退货【d1】。生鲜商品除外【d2】。"
+    expected = [("签收7天内可退货。", ("d1",)), ("生鲜商品除外。", ("d2",))]
     assert split_claims(answer) == [Claim(text, cites) for text, cites in expected]

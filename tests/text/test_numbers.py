@@ -38,6 +38,13 @@ def test_words_that_are_only_sometimes_numbers_count_only_leniently(text):
     assert numbers(text, lenient=True) != set()
 
 
+def test_a_code_written_apart_is_found_leniently():
+    # AttributionBench (ExpertQA): the claim says TiO2, the cited passage "titanium dioxide (TiO 2"
+    assert "tio2" in numbers("titanium dioxide (TiO 2 ; titania)", lenient=True)
+    assert "tio2" not in numbers("titanium dioxide (TiO 2 ; titania)")
+    assert numbers("Titanium dioxide (TiO2) is the best photocatalyst") == {"tio2"}
+
+
 def test_a_scaled_number_is_not_also_its_mantissa():
     assert numbers("2.5 million") == {"2500000"}  # not 2.5 as well
     assert numbers("$5 million", lenient=True) == {"5", "5000000"}

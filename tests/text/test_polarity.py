@@ -117,6 +117,11 @@ def test_negation_flips_are_still_caught(judge, claim, passage):
     assert not ok and "negation" in reason
 
 
+def test_an_empty_window_contradicts_nothing():
+    assert contrary_clash("Exports rose.", "  ", WORDS) is None
+    assert not negation_clash("Exports did not rise.", "", WORDS)
+
+
 def test_contraries_listed_together_fill_no_slot():
     # "North, Middle and South forks": a list, not a claim about one direction
     assert not contrary_clash(
