@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 import time
 from pathlib import Path
 
@@ -114,6 +115,50 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _value(results: dict, judge: str, name: str, level: str, measure: str) -> float:
+    return results["judges"][judge]["sets"][name]["levels"][level]["scorers"][judge][measure][
+        "value"
+    ]
+
+
+def _gap(results: dict, judge: str, name: str, level: str, key: str) -> float:
+    return results["judges"][judge]["sets"][name]["levels"][level]["targets"][key]
+
+
+def summary(results: dict, before: dict | None) -> str:
+    """README's paragraph on the table: κ before and after, and the targets, from the JSON."""
+    after = "calibrated"
+    kappa = {
+        (n, lv): _value(results, after, n, lv, "kappa")
+        for n in SETS
+        for lv in results["judges"][after]["sets"][n]["levels"]
+    }
+    lines = []
+    if before is not None:
+        old = {k: _value(before, "lexical", *k, "kappa") for k in kappa}
+        pairs = ", ".join(f"{n} {lv} {old[(n, lv)]:.3f} → {kappa[(n, lv)]:.3f}" for n, lv in kappa)
+        lines.append(f"κ of the default judge before issue 26 → `calibrated`: {pairs}.")
+    auc = ", ".join(
+        f"{n} {lv} {_gap(results, after, n, lv, 'auc_over_overlap'):+.3f}"
+        f"{'' if _gap(results, after, n, lv, 'auc_met') else ' (missed)'}"
+        for n, lv in kappa
+    )
+    share = ", ".join(
+        f"{n} {lv} {100 * _gap(results, after, n, lv, 'share_gap'):+.1f}"
+        f"{'' if _gap(results, after, n, lv, 'share_met') else ' (missed)'}"
+        for n, lv in kappa
+    )
+    lines.append(f"`calibrated`'s ROC-AUC minus overlap's: {auc}.")
+    lines.append(f"Its share flagged minus the human share, in points: {share}.")
+    answer_kappa = ", ".join(
+        f"{n} {_gap(results, after, n, 'answer', 'kappa'):.3f}"
+        for n in LLM_WRITTEN
+        if "answer" in results["judges"][after]["sets"][n]["levels"]
+    )
+    lines.append(f"Its κ at answer level on LLM answers (target 0.4): {answer_kappa}.")
+    return "\n".join(textwrap.fill(line, 100) for line in lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", help="folder of converted sets (built when absent)")
@@ -122,7 +167,16 @@ def main() -> None:
     parser.add_argument("--vectors", default=str(CACHE / "vectors.npz"))
     parser.add_argument("--out", default=str(RESULTS_DIR / "judges.json"))
     parser.add_argument("--quick", action="store_true", help="make bench --quick: 200 resamples")
+    parser.add_argument(
+        "--readme", action="store_true", help="print README's table and summary from the JSON"
+    )
     args = parser.parse_args()
+    if args.readme:
+        results = json.loads(Path(args.out).read_text())
+        before_file = RESULTS_DIR / "judges-before.json"
+        before = json.loads(before_file.read_text()) if before_file.is_file() else None
+        print(markdown(results) + "\n\n" + summary(results, before))
+        return
     resamples = 200 if args.quick else RESAMPLES
     if args.quick:
         args.out = str(Path(args.out).with_name("judges-quick.json"))
