@@ -122,7 +122,8 @@ def _item(record: dict, path: Path, line: int) -> LabelledItem:
 def load_labels(path: str | Path) -> list[LabelledItem]:
     """The items of a labels JSONL file; a malformed line is a :class:`DataError` naming it."""
     path = Path(path)
-    items, seen = [], {}
+    items: list[LabelledItem] = []
+    seen: dict[str, int] = {}
     for line, record in read_jsonl(path, "labels"):
         item = _item(record, path, line)
         if item.id in seen:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rag_bench.text.facts import key_facts
 from rag_bench.text.scripts import HAN, fold_width, has_han
@@ -57,7 +57,7 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def best_over(metric, prediction: str, golds: Sequence[str]) -> float:
+def best_over(metric: Callable[[str, str], float], prediction: str, golds: Sequence[str]) -> float:
     """The metric against the gold answer that suits the prediction best (the official SQuAD
     script's ``metric_max_over_ground_truths``)."""
     return max(metric(prediction, gold) for gold in golds)
