@@ -5,6 +5,9 @@ folder, moved (or, remotely, uploaded) into place, and the manifest is written l
 atomically. rag-bench lists a run only when its manifest exists, so a crash, Ctrl-C, ``kill
 -9`` or a full disk never leaves a visible partial run; deleting a run removes its manifest
 first. Partitions left without a manifest are removed by :mod:`rag_bench.runs.stale`.
+
+No path below the runs folder is written or deleted through a symbolic link: a linked table or
+manifests folder is refused in one line, and a linked partition is unlinked, never descended.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import shutil
 from pathlib import Path
 
 from rag_bench.errors import RagBenchError
-from rag_bench.io.durable import atomic_write, fsync, fsync_tree
+from rag_bench.io.durable import atomic_write, fsync, fsync_tree, symlink_below
 from rag_bench.io.pause import pause_point
 from rag_bench.runs.catalog import is_stored
 from rag_bench.runs.folder import RunsFolder, note_bookkeeping
@@ -55,9 +58,12 @@ def write_error(what: str, where: object, exc: OSError) -> WriteError:
 
 
 def ensure_folder(runs: RunsFolder) -> None:
-    """Create the (local part of the) runs folder; check a remote folder's bucket."""
+    """Create the (local part of the) runs folder, its manifests folder included (the clean-up
+    judges partitions only beside one); check a remote folder's bucket."""
     try:
         runs.bookkeeping.mkdir(parents=True, exist_ok=True)
+        if runs.local is not None and not os.path.lexists(runs.local / MANIFESTS):
+            _make_folders(runs.local, runs.local / MANIFESTS)
     except OSError as exc:
         raise write_error("cannot create the runs folder", runs.bookkeeping, exc) from None
     runs.check()
@@ -126,6 +132,7 @@ def _place_tables(staging: Path, run: RunLocation) -> None:
             runs.upload(source / PART, *parts, PART)
             continue
         target = runs.local.joinpath(*parts)
+        _refuse_links(runs.local, target)
         _make_folders(runs.local, target.parent)
         if target.exists():  # left by an earlier, uncommitted attempt at this run id
             shutil.rmtree(target)
@@ -134,7 +141,9 @@ def _place_tables(staging: Path, run: RunLocation) -> None:
 
 
 def _make_folders(root: Path, folder: Path) -> None:
-    """``mkdir -p`` below ``root``, each new folder's entry synced to disk."""
+    """``mkdir -p`` below ``root``, each new folder's entry synced to disk; refused when the
+    way down (``folder`` included) goes through a symbolic link."""
+    _refuse_links(root, folder)
     missing = []
     while folder != root and not folder.is_dir():
         missing.append(folder)
@@ -143,6 +152,15 @@ def _make_folders(root: Path, folder: Path) -> None:
         with contextlib.suppress(FileExistsError):
             os.mkdir(created)
         fsync(created.parent)
+
+
+def _refuse_links(root: Path, path: Path) -> None:
+    link = symlink_below(root, path)
+    if link is not None:
+        raise RagBenchError(
+            f"{link} is a symbolic link: rag-bench writes nothing through one",
+            f"move it out of the runs folder {root}",
+        )
 
 
 def _commit(runs: RunsFolder, run_id: str, manifest: bytes) -> None:
@@ -175,7 +193,14 @@ def remove_run(run: RunLocation | Path, found: list[tuple[str, ...]]) -> None:
 
 
 def delete_partition(runs: RunsFolder, parts: tuple[str, ...]) -> None:
+    """Delete one partition folder; locally never through a symbolic link (a linked
+    partition loses its link, the folder it points to stays)."""
     if runs.local is not None:
-        shutil.rmtree(runs.local.joinpath(*parts), ignore_errors=True)
+        path = runs.local.joinpath(*parts)
+        link = runs.symlink(*parts)
+        if link == path:
+            path.unlink(missing_ok=True)
+        elif link is None:
+            shutil.rmtree(path, ignore_errors=True)
     else:
         runs.delete_dir(*parts)
