@@ -58,16 +58,21 @@ def write_error(what: str, where: object, exc: OSError) -> WriteError:
 
 
 def ensure_folder(runs: RunsFolder) -> None:
-    """Create the (local part of the) runs folder, its manifests folder included (the clean-up
-    judges partitions only beside one); check a remote folder's bucket."""
+    """Create the (local part of the) runs folder, with its manifests folder when it is new
+    (the clean-up judges partitions only beside one); check a remote folder's bucket."""
     try:
         runs.bookkeeping.mkdir(parents=True, exist_ok=True)
-        if runs.local is not None and not os.path.lexists(runs.local / MANIFESTS):
+        if runs.local is not None and _is_new(runs.local):
             _make_folders(runs.local, runs.local / MANIFESTS)
     except OSError as exc:
         raise write_error("cannot create the runs folder", runs.bookkeeping, exc) from None
     runs.check()
     note_bookkeeping(runs)
+
+
+def _is_new(root: Path) -> bool:
+    """Whether a local runs folder holds neither manifests nor tables yet."""
+    return not any(os.path.lexists(root / name) for name in (MANIFESTS, *TABLES))
 
 
 def write_run(runs: RunsFolder, locks: Locks, run_id: str, manifest: dict, tables) -> RunLocation:

@@ -6,10 +6,12 @@ was never committed (no manifest, no live lock). Checkpoints holding answers sta
 resumable work. Anything younger than a minute is left alone, and anything whose name holds no
 valid run id is not touched at all.
 
-Only what is provably rag-bench's own is deleted: no symbolic link is followed or removed; a
-partition goes only when it is a real folder holding nothing but its one Parquet part; and no
-partition goes at all while the manifests folder is missing or not a real folder (moved away,
-a link, on another disk), since then no run can be told committed.
+Only what is provably rag-bench's own is deleted: no symbolic link is followed or removed; an
+uncommitted partition goes only when the staging folder of its run's write is still there (the
+trace of a writer that died between placing its tables and committing) and it is a real folder
+holding nothing but its one Parquet part; and no partition goes at all while the manifests
+folder is missing or not a real folder (moved away, a link), since then no run can be told
+committed.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ REMOTE_STALE_AFTER_S = 24 * 3600.0
 
 def clean_stale(runs: RunsFolder, locks: Locks) -> list[str]:
     """Remove what ended processes left in ``runs``; returns the names removed."""
-    return _clean_bookkeeping(runs, locks) + _clean_uncommitted(runs, locks)
+    uncommitted = _clean_uncommitted(runs, locks)  # first: it needs the staging folders
+    return _clean_bookkeeping(runs, locks) + uncommitted
 
 
 def _age(path: Path) -> float:
@@ -109,6 +112,15 @@ def _manifests_there(runs: RunsFolder) -> bool:
     return is_real_folder(runs.local) and is_real_folder(runs.local / MANIFESTS)
 
 
+def _staged_ids(runs: RunsFolder) -> set[str]:
+    """The run ids whose write left its staging folder behind."""
+    try:
+        names = [p.name for p in runs.bookkeeping.iterdir() if is_real_folder(p)]
+    except OSError:
+        return set()
+    return {n[len(STAGING) :].rpartition("-")[0] for n in names if n.startswith(STAGING)}
+
+
 def _only_its_part(runs: RunsFolder, parts: tuple[str, ...]) -> bool:
     """Whether a partition holds what rag-bench writes there and nothing else: one regular
     Parquet part (remote partitions are trusted to the object store's listing)."""
@@ -125,9 +137,10 @@ def _clean_uncommitted(runs: RunsFolder, locks: Locks) -> list[str]:
     if not _manifests_there(runs):
         return removed
     committed = set(committed_ids(runs))
+    staged = _staged_ids(runs)
     threshold = STALE_AFTER_S if runs.local is not None else REMOTE_STALE_AFTER_S
     for run_id, found in partitions(runs).items():
-        if run_id in committed or locks.is_held(run_id):
+        if run_id not in staged or run_id in committed or locks.is_held(run_id):
             continue
         old = [
             parts
