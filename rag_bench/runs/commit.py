@@ -180,14 +180,17 @@ def _commit(runs: RunsFolder, run_id: str, manifest: bytes) -> None:
 
 
 def remove_run(run: RunLocation | Path, found: list[tuple[str, ...]]) -> None:
-    """Delete a run: its manifest first (un-committing it), then its partitions ``found``. A
-    folder of the first layout is hidden by one rename, then removed."""
+    """Delete a run: its manifest first (un-committing it), then its partitions ``found``, with
+    a ``.rm-<run_id>-`` marker meanwhile that lets the clean-up finish the job. A folder of the
+    first layout is hidden by one rename, then removed."""
     if isinstance(run, Path):
         hidden = run.parent / f"{REMOVING}{run.name}-{secrets.token_hex(2)}"
         os.rename(run, hidden)
         shutil.rmtree(hidden, ignore_errors=True)
         return
     runs = run.runs
+    marker = runs.bookkeeping / f"{REMOVING}{run.run_id}-{secrets.token_hex(2)}"
+    marker.mkdir(parents=True)  # the clean-up's proof, should this stop halfway
     if runs.local is not None:
         (runs.local.joinpath(*manifest_parts(run.run_id))).unlink(missing_ok=True)
         fsync(runs.local / MANIFESTS)
@@ -195,6 +198,7 @@ def remove_run(run: RunLocation | Path, found: list[tuple[str, ...]]) -> None:
         runs.delete_file(*manifest_parts(run.run_id))
     for parts in found:
         delete_partition(runs, parts)
+    marker.rmdir()
 
 
 def delete_partition(runs: RunsFolder, parts: tuple[str, ...]) -> None:

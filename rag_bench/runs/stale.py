@@ -8,7 +8,8 @@ valid run id is not touched at all.
 
 Only what is provably rag-bench's own is deleted: no symbolic link is followed or removed; an
 uncommitted partition goes only when the staging folder of its run's write is still there (the
-trace of a writer that died between placing its tables and committing) and it is a real folder
+trace of a writer that died between placing its tables and committing), or the marker of its
+run's removal (an ``rm`` stopped halfway), and it is a real folder
 holding nothing but its one Parquet part; and no partition goes at all while the manifests
 folder is missing or not a real folder (moved away, a link), since then no run can be told
 committed.
@@ -113,12 +114,17 @@ def _manifests_there(runs: RunsFolder) -> bool:
 
 
 def _staged_ids(runs: RunsFolder) -> set[str]:
-    """The run ids whose write left its staging folder behind."""
+    """The run ids whose write (or removal) left its staging folder (or marker) behind."""
     try:
         names = [p.name for p in runs.bookkeeping.iterdir() if is_real_folder(p)]
     except OSError:
         return set()
-    return {n[len(STAGING) :].rpartition("-")[0] for n in names if n.startswith(STAGING)}
+    return {
+        name[len(prefix) :].rpartition("-")[0]
+        for name in names
+        for prefix in (STAGING, REMOVING)
+        if name.startswith(prefix)
+    }
 
 
 def _only_its_part(runs: RunsFolder, parts: tuple[str, ...]) -> bool:
