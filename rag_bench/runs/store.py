@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rag_bench.errors import RagBenchError, UnknownNameError
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 from rag_bench.runs.catalog import Catalog, StoredRun, is_stored, partitions, read_table, scan
 from rag_bench.runs.checkpoint import Checkpoint, find_checkpoint
 from rag_bench.runs.commit import ensure_folder, remove_run, write_error, write_run
@@ -60,11 +60,18 @@ class RunStore:
         return self.folder.local is None or self.folder.local.exists()
 
     def holds(self, path: str | Path) -> bool:
-        """Whether ``path`` lies inside this (local) runs folder, where only the store writes."""
-        if self.folder.local is None:
-            return False
-        root = Path(os.path.realpath(self.folder.local))
+        """Whether ``path`` (its links followed) lies inside this runs folder's local part,
+        where only the store writes."""
+        root = Path(os.path.realpath(self.folder.bookkeeping))
         return Path(os.path.realpath(path)).is_relative_to(root)
+
+    def check_output(self, path: str | Path | None, what: str) -> None:
+        """Refuse to write ``what`` (a report, an export) to ``path`` inside the runs folder."""
+        if path is not None and self.holds(path):
+            raise UsageError(
+                f"the {what} would be written into the runs folder {self} ({path})",
+                "write it outside the runs folder",
+            )
 
     @property
     def is_default(self) -> bool:
