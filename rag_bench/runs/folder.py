@@ -22,6 +22,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -29,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 from rag_bench.errors import RagBenchError, UsageError
 from rag_bench.io.durable import symlink_below
 
+REMOTE_RETRY_S = 5  # how long an object store that does not answer is retried
 URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)
 
 
@@ -297,6 +299,9 @@ def _other_filesystem(url: str, scheme: str):
     from pyarrow import fs as pafs
 
     try:
+        if scheme in ("gs", "gcs"):  # pyarrow's default retries an unreachable store for 15 min
+            limit = timedelta(seconds=REMOTE_RETRY_S)
+            return pafs.GcsFileSystem(retry_time_limit=limit), url.split("://", 1)[1].strip("/")
         return pafs.FileSystem.from_uri(url)
     except (ArrowInvalid, ValueError) as exc:
         reason = str(exc)
@@ -365,12 +370,15 @@ def remote_error(folder: RunsFolder, doing: str, exc: Exception) -> RemoteError:
             "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to credentials "
             f"that may use s3://{bucket}",
         )
-    if any(m in text for m in ("NETWORK_CONNECTION", "curlCode", "Could not connect", "resolve")):
+    unreachable = ("NETWORK_CONNECTION", "curlCode", "Could not connect", "resolve", "UNAVAILABLE")
+    if any(m in text for m in unreachable):
         return RemoteError(
             f"{doing} the runs folder {folder.given}: the object store"
             + (_at_endpoint() or "")
             + " is unreachable",
-            "check the network and AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3)",
+            "check the network and AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3)"
+            if folder.given.lower().startswith("s3")
+            else "check the network and the store's credentials",
         )
     return RemoteError(f"{doing} {folder.given}: {_first_line(text)}", _HINT)
 
