@@ -93,6 +93,7 @@ class FakeOpenAI:
                 message = f"Incorrect API key provided: {shown}"
                 return 401, json.dumps({"error": {"message": message}}), {}
             usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            path = path.partition("?")[0]  # routed by path; a query string may carry a key
             if path.endswith("/chat/completions"):
                 content = self.chat(body)
                 choice = {"index": 0, "message": {"role": "assistant", "content": content}}
