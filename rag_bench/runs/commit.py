@@ -58,12 +58,9 @@ def write_error(what: str, where: object, exc: OSError) -> WriteError:
 
 
 def ensure_folder(runs: RunsFolder) -> None:
-    """Create the (local part of the) runs folder, with its manifests folder when it is new
-    (the clean-up judges partitions only beside one); check a remote folder's bucket."""
+    """Create the (local part of the) runs folder; check a remote folder's bucket."""
     try:
         runs.bookkeeping.mkdir(parents=True, exist_ok=True)
-        if runs.local is not None and _is_new(runs.local):
-            _make_folders(runs.local, runs.local / MANIFESTS)
     except OSError as exc:
         raise write_error("cannot create the runs folder", runs.bookkeeping, exc) from None
     runs.check()
@@ -93,6 +90,8 @@ def write_run(runs: RunsFolder, locks: Locks, run_id: str, manifest: dict, table
         os.mkdir(staging)  # unlike mkdtemp, honours the umask: others may read the run
         _stage_tables(staging, run, tables)
         pause_point("write")
+        if runs.local is not None and _is_new(runs.local):  # the clean-up judges partitions
+            _make_folders(runs.local, runs.local / MANIFESTS)  # only beside a manifests folder
         placed = True
         _place_tables(staging, run)
         pause_point("commit")

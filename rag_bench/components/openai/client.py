@@ -293,7 +293,7 @@ class LLMClient:
             try:
                 response = self._attempt(url, body)
             except (httpx.TimeoutException, TimeoutError):
-                problem = f"no complete reply within {self.timeout:g}s"
+                problem = f"no reply within {self.timeout:g}s"
             except httpx.TransportError as error:
                 problem = f"connection failed ({type(error).__name__})"
             else:
