@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.errors import RagBenchError, UsageError, first_line
 from rag_bench.io.durable import symlink_below
 
 REMOTE_RETRY_S = 5  # how long an object store that does not answer is retried
@@ -306,7 +306,7 @@ def _other_filesystem(url: str, scheme: str):
     except (ArrowInvalid, ValueError) as exc:
         reason = str(exc)
     except OSError as exc:
-        raise RemoteError(f"cannot open the runs folder {url}: {_first_line(exc)}", _HINT) from None
+        raise RemoteError(f"cannot open the runs folder {url}: {first_line(exc)}", _HINT) from None
     try:
         import fsspec
     except ImportError:
@@ -325,7 +325,7 @@ def _other_filesystem(url: str, scheme: str):
         else "install fsspec and its implementation of that scheme"
     )
     raise UsageError(
-        f"--runs-dir {url}: no filesystem for {scheme}:// ({_first_line(reason)})",
+        f"--runs-dir {url}: no filesystem for {scheme}:// ({first_line(reason)})",
         f"use a local path, file:///path or s3://bucket/prefix, or {extra}",
     )
 
@@ -366,7 +366,7 @@ def remote_error(folder: RunsFolder, doing: str, exc: Exception) -> RemoteError:
         )
     ):
         return RemoteError(
-            f"{doing} the runs folder {folder.given}: access denied ({_first_line(text)})",
+            f"{doing} the runs folder {folder.given}: access denied ({first_line(text)})",
             "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to credentials "
             f"that may use s3://{bucket}",
         )
@@ -380,9 +380,4 @@ def remote_error(folder: RunsFolder, doing: str, exc: Exception) -> RemoteError:
             if folder.given.lower().startswith("s3")
             else "check the network and the store's credentials",
         )
-    return RemoteError(f"{doing} {folder.given}: {_first_line(text)}", _HINT)
-
-
-def _first_line(exc: Exception | str) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    return RemoteError(f"{doing} {folder.given}: {first_line(text)}", _HINT)

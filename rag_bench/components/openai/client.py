@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from rag_bench.errors import RagBenchError, UsageError, import_backend
+from rag_bench.errors import RagBenchError, UsageError, first_line, import_backend
 from rag_bench.io.cache import default_cache_dir, digest
 from rag_bench.io.durable import atomic_write
 from rag_bench.io.urls import public_url, query_digest
@@ -358,7 +358,7 @@ class LLMClient:
         except RecursionError:
             raise self._not_openai_url(shown, "is JSON nested too deep") from None
         except ValueError as exc:
-            raise self._not_openai_url(shown, f"is not JSON ({first_line(exc)})") from None
+            raise self._not_openai_url(shown, f"is not JSON ({first_line(exc)[:200]})") from None
         if not isinstance(reply, dict):
             raise self._not_openai_url(shown, "is not a JSON object")
         return reply
@@ -473,11 +473,6 @@ class Reply:
     def json(self) -> Any:
         """The body as JSON; NaN and Infinity, which JSON has not, are refused (ValueError)."""
         return json.loads(self.content.decode("utf-8"), parse_constant=_no_constant)
-
-
-def first_line(exc: Exception) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:200] if lines else type(exc).__name__
 
 
 def _retry_after(response) -> float | None:
