@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from rag_bench.components.registry import VariantSpec
+from rag_bench.components.registry import VariantSpec, registry
 from rag_bench.data.dataset import Dataset, load_dataset
 from rag_bench.data.outputs import Outputs, load_outputs, outputs_from
 from rag_bench.errors import UsageError
@@ -29,6 +29,11 @@ def replay_spec(name: str, outputs: Outputs, judge: str, judge_params: dict | No
     judged by ``judge``."""
     if not name or name == "all" or "," in name:
         raise UsageError(f"the name {name!r} cannot name a variant", "give a name like my-system")
+    if name != IMPORT_VARIANT and name in registry().variants:  # else latest:<it> would find it
+        raise UsageError(
+            f"the name {name!r} is taken by a variant rag-bench runs",
+            f"give the imported system a name of its own, e.g. {name}-import",
+        )
     generator: dict[str, Any] = {"name": "recorded"}
     if outputs.context_k is not None:
         generator["context_k"] = outputs.context_k
