@@ -21,6 +21,7 @@ from typing import Any
 
 from rag_bench.errors import RagBenchError
 from rag_bench.io.durable import atomic_write, read_no_follow
+from rag_bench.io.jsonl import finite
 from rag_bench.runs.catalog import committed_ids
 from rag_bench.runs.commit import write_error
 from rag_bench.runs.folder import RunsFolder
@@ -105,7 +106,7 @@ class Checkpoint:
                     json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records
                 )
                 atomic_write(self.folder / f"answers-{self.blocks:06d}.jsonl", lines.encode())
-            data = json.dumps(progress, ensure_ascii=False, default=str)
+            data = json.dumps(finite(progress), ensure_ascii=False, default=str)
             atomic_write(self.folder / PROGRESS, data.encode())
         except OSError as exc:
             raise self._fail(exc) from None

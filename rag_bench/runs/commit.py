@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rag_bench.errors import RagBenchError
 from rag_bench.io.durable import atomic_write, fsync, fsync_tree, symlink_below
+from rag_bench.io.jsonl import finite
 from rag_bench.io.pause import pause_point
 from rag_bench.runs.catalog import is_stored
 from rag_bench.runs.folder import RunsFolder, note_bookkeeping
@@ -95,7 +96,7 @@ def write_run(runs: RunsFolder, locks: Locks, run_id: str, manifest: dict, table
         placed = True
         _place_tables(staging, run)
         pause_point("commit")
-        text = json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n"
+        text = json.dumps(finite(manifest), indent=2, ensure_ascii=False, default=str) + "\n"
         _commit(runs, run_id, text.encode("utf-8"))
         placed = False
     except OSError as exc:
