@@ -110,6 +110,13 @@ def scan(folder: RunsFolder, upgrade_hint: str) -> Catalog:
         except RagBenchError as exc:
             catalog.broken[run_id] = exc
             continue
+        except FileNotFoundError as exc:
+            if not is_stored(folder, run_id):  # removed while this scan read it: not there
+                del catalog.removable[run_id]
+                continue
+            reason = f"run {run_id} is unreadable: {first_line(exc)}"
+            catalog.broken[run_id] = RagBenchError(reason, "remove it with `rag-bench rm --yes`")
+            continue
         except (OSError, ValueError) as exc:
             reason = f"run {run_id} is unreadable: {first_line(exc)}"
             catalog.broken[run_id] = RagBenchError(reason, "remove it with `rag-bench rm --yes`")
