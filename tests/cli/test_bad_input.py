@@ -534,7 +534,7 @@ CASES = [
         "--set",
         "retriever.k1=-5",
         *SMOKE,
-        ["retriever.k1 = -5.0 is out of range", "finite number in [0, ∞)"],
+        ["retriever.k1 = -5.0 is out of range", "finite number in [0, 1,000]"],
     ),
     case(
         "gate --max-drop recall@10=nan",

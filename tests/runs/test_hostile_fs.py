@@ -238,3 +238,46 @@ def test_a_stray_partition_without_its_write_is_kept(stored, clean):
     assert open_runs(stored).clean_stale() == []
     assert stray in partitions(stored)
     assert pd.read_parquet(stored / "queries" / "variant=baseline" / f"run_id={stray}").shape[0]
+
+
+# --- a reader while another process removes, an import stopped by a full disk -------------------
+
+
+def test_sql_over_a_run_removed_meanwhile_sees_it_or_not(stored, clean):
+    """The catalog was read, then another process removed the run: the views are remade over
+    what the folder holds now, rather than failing on a vanished Parquet part."""
+    from runs_helpers import copy_run, locate
+
+    copy_run(locate(stored, clean.run_id), stored, "20000101-000000-baseline-0c0c")
+    reader = open_runs(stored)
+    assert len(reader.list()) == 2  # read once, kept
+    open_runs(stored).remove(clean.run_id)  # another process's rm
+    counted = reader.sql("SELECT count(DISTINCT run_id) AS n FROM queries")
+    assert counted["n"].tolist() == [1]
+    chunks = list(reader.sql_chunks("SELECT DISTINCT run_id FROM metrics"))
+    assert [r for c in chunks for r in c["run_id"]] == ["20000101-000000-baseline-0c0c"]
+
+
+def test_an_import_stopped_by_a_full_disk_suggests_no_resume(
+    tmp_path, clean, rag_bench, monkeypatch, index_cache
+):
+    import errno
+
+    from rag_bench.runs.commit import WriteError
+    from rag_bench.runs.store import RunStore
+
+    outputs = tmp_path / "outputs.jsonl"
+    out = rag_bench("export", clean.run_id, "--runs-dir", clean.runs.root, "--format", "jsonl")
+    outputs.write_text(out.stdout)
+
+    def full(self, run_id, manifest, tables):
+        raise WriteError(f"could not write run {run_id} to {self}: No space", "free disk space",
+                         errno.ENOSPC)  # fmt: skip
+
+    monkeypatch.setattr(RunStore, "write_run", full)
+    monkeypatch.setenv("RAG_BENCH_CACHE_DIR", str(index_cache))
+    runs = tmp_path / "runs"
+    out = rag_bench("import", outputs, "--name", "mine", "--runs-dir", runs)
+    assert_one_line_error(out, "could not write run", "free disk space")
+    assert "--resume" not in out.stderr  # `run --resume` cannot finish an import
+    assert not list(runs.glob(".partial-*"))  # and no checkpoint is kept for it
