@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -184,6 +185,16 @@ def test_a_read_only_folder_is_one_line(tmp_path, clean, rag_bench):
     with _tmpfs(tmp_path / "ro", read_only=True) as ro:
         out = _report(rag_bench, clean, ro / "report.html")
         assert_one_line_error(out, "cannot write the report to", "Read-only file system")
+
+
+def test_sampling_a_tier_of_a_read_only_dataset_is_one_line(tmp_path, rag_bench):
+    from conftest import SHIPPED
+
+    with _tmpfs(tmp_path / "data", size="8m") as data:
+        shutil.copytree(SHIPPED, data, dirs_exist_ok=True)
+        subprocess.run(["mount", "-o", "remount,ro", str(data)], check=True)
+        out = rag_bench("tiers", "--dataset", data, "--sample", "smoke", "--size", "5")
+        assert_one_line_error(out, "queries.jsonl: cannot be rewritten: Read-only file system")
 
 
 # --- standard output ---------------------------------------------------------------------------
