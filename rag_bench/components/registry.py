@@ -248,6 +248,10 @@ def parse_override(text: str) -> tuple[str, str, Any]:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
+    except RecursionError:
+        raise UsageError(
+            f"--set {key.strip()}=… is JSON nested too deep", "give a number, a word or a flat list"
+        ) from None
     return slot, param, value
 
 

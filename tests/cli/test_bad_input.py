@@ -576,6 +576,14 @@ CASES = [
     ),
     case("--set retriever.k1=true", *RUN, "--set", "retriever.k1=true", *SMOKE, ["finite float"]),
     case(
+        "--set nested 5000 deep",
+        *RUN,
+        "--set",
+        "retriever.k1=" + "[" * 5000 + "]" * 5000,
+        *SMOKE,
+        ["--set retriever.k1=… is JSON nested too deep"],
+    ),
+    case(
         "--set retriever.b=<401 digits>",
         *RUN,
         "--set",
