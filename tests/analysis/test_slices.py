@@ -69,3 +69,21 @@ def test_every_view_shows_the_same_slices(seed_runs, slice_by):
         assert compared == {"all", "untagged"}
     if slice_by is None:
         assert compared == {"all"}
+
+
+def test_failure_class_slices_come_from_the_baseline_in_every_view(tmp_path):
+    """Two runs whose queries fail differently: every view slices both by the baseline's
+    failure classes ("where the baseline failed, did the candidate fix it?")."""
+    from conftest import SHIPPED
+    from rag_bench.data.selection import Selection
+
+    smoke = Selection(tag="smoke")
+    a = run_variant("baseline", SHIPPED, runs_dir=tmp_path, selection=smoke).run_id
+    b = run_variant("hybrid_rerank", SHIPPED, runs_dir=tmp_path, selection=smoke).run_id
+    store = open_runs(tmp_path)
+    classes = {r: set(store.queries([r])["failure_class"]) for r in (a, b)}
+    assert classes[a] != classes[b]  # else the test could not tell whose classes are used
+    compared = set(compare(store, [a, b], slice_by="failure_class", resamples=20).rows["slice"])
+    diagnosed = set(diagnose_run(store, store.get(b), store.get(a), "failure_class")["slice"])
+    reported = report_data(store, [a, b], slice_by="failure_class", resamples=20)
+    assert compared == diagnosed == set(reported.diagnosis["slice"]) == {"all", *classes[a]}
