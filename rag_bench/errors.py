@@ -87,12 +87,13 @@ class ParameterError(UsageError):
 
     def __init__(self, parameter: str, value: Any, valid: str, key: str | None = None):
         self.parameter, self.value, self.valid, self.key = parameter, value, valid, key
-        shown = f"{parameter}[{key!r}] = {value!r}" if key else f"{parameter} = {value!r}"
+        value_text = shown_value(value)
+        shown = f"{parameter}[{key!r}] = {value_text}" if key else f"{parameter} = {value_text}"
         super().__init__(f"{shown} is out of range", f"{parameter} takes {valid}")
 
     def as_flag(self, flag: str) -> UsageError:
         """The same mistake told in terms of a command-line flag."""
-        value = repr(self.value) if isinstance(self.value, str) else self.value
+        value = shown_value(self.value) if isinstance(self.value, (str, int)) else self.value
         shown = f"{flag} {self.key}={value}" if self.key else f"{flag} {value}"
         return UsageError(f"{shown} is out of range", f"{flag} takes {self.valid}")
 
@@ -119,13 +120,12 @@ def check_number(
     """``value`` if it is a finite number within [low, high] (ends excluded where ``open_*``),
     a whole one where ``whole``; else a :class:`ParameterError` saying the valid range (and
     ``range_note``, what the range comes from)."""
-    import math
     import numbers
 
     number = isinstance(value, numbers.Real) and not isinstance(value, bool)
     ok = (
         number
-        and math.isfinite(value)
+        and _finite(value)
         and (value > low if open_low else value >= low)
         and (value < high if open_high else value <= high)
         and (not whole or float(value).is_integer())
@@ -137,6 +137,24 @@ def check_number(
         valid += f" ({range_note})" if range_note else ""
         raise ParameterError(parameter, value, valid, key)
     return value
+
+
+def _finite(value: Any) -> bool:
+    """Whether a number is finite within float's range (an int of 400 digits is not)."""
+    import math
+
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def shown_value(value: Any) -> str:
+    """A value as a one-line message quotes it: a number of many digits shortened."""
+    text = repr(value)
+    if isinstance(value, int) and len(text) > 24:
+        return f"{text[:6]}…{text[-3:]} ({len(text.lstrip('-'))} digits)"
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def _bound(x: float) -> str:

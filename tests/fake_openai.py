@@ -51,7 +51,10 @@ def default_system(body: dict) -> dict:
 
 class FakeOpenAI:
     """Records every request; serves ``script`` entries first (a status code, a (status, body,
-    headers) triple or ("sleep", seconds)), then answers with ``chat`` / fake embeddings."""
+    headers) triple or ("sleep", seconds)), then answers with ``chat`` / fake embeddings.
+    With ``drip`` set (seconds per byte), the whole reply, status line and headers included,
+    is sent one byte at a time: a server that defeats any per-read timeout. ``reply`` replaces
+    every reply's body (a hostile JSON text)."""
 
     def __init__(self):
         self.requests: list[dict] = []
@@ -60,6 +63,8 @@ class FakeOpenAI:
         self.system = default_system
         self.require_key: str | None = None
         self.delay = 0.0
+        self.drip: float | None = None
+        self.reply: str | None = None
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
@@ -88,6 +93,7 @@ class FakeOpenAI:
                 message = f"Incorrect API key provided: {shown}"
                 return 401, json.dumps({"error": {"message": message}}), {}
             usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            path = path.partition("?")[0]  # routed by path; a query string may carry a key
             if path.endswith("/chat/completions"):
                 content = self.chat(body)
                 choice = {"index": 0, "message": {"role": "assistant", "content": content}}
@@ -99,10 +105,10 @@ class FakeOpenAI:
                 ]
                 reply = {"data": rows[::-1], "usage": {"prompt_tokens": 7, "total_tokens": 7}}
             elif path.endswith("/ask"):
-                return 200, json.dumps(self.system(body)), {}
+                return 200, self.reply or json.dumps(self.system(body)), {}
             else:
                 return 404, json.dumps({"error": {"message": "no route"}}), {}
-            return 200, json.dumps(reply), {}
+            return 200, self.reply or json.dumps(reply), {}
         finally:
             with self.lock:
                 self.in_flight -= 1
@@ -119,6 +125,8 @@ def fake(monkeypatch, tmp_path):
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, text, extra = server_state.respond(self.path, headers, body)
             data = text.encode() if isinstance(text, str) else text
+            if server_state.drip:
+                return self.drip(status, data)
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -129,6 +137,18 @@ def fake(monkeypatch, tmp_path):
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
+
+        def drip(self, status: int, data: bytes) -> None:
+            head = f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\n"
+            raw = (head + f"Content-Length: {len(data)}\r\n\r\n").encode() + data
+            for byte in raw:
+                time.sleep(server_state.drip)
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:
+                    return  # the client gave up
+            self.close_connection = True
 
         def log_message(self, *args):
             pass

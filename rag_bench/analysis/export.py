@@ -38,12 +38,27 @@ def trec_lines(retrieved: pd.DataFrame, tag: str, stage: str = DOCUMENTS_STAGE) 
         stages = ", ".join(sorted(set(retrieved["stage"]))) or "none"
         raise RagBenchError(f"the run has no {stage!r} ranking", f"stored stages: {stages}")
     lines = []
+    _check_trec_field("run id", tag)
     for query_id, ranked in rows.sort_values(["query_id", "rank"]).groupby("query_id", sort=False):
         ids = ranked["doc_id"] if stage == DOCUMENTS_STAGE else ranked["chunk_id"]
         scores = strictly_decreasing(ranked["score"])
+        _check_trec_field("query id", query_id)
         for rank, (doc_id, score) in enumerate(zip(ids, scores), start=1):
+            _check_trec_field("document id", doc_id)
             lines.append(f"{query_id} Q0 {doc_id} {rank} {score!r} {tag}")
     return lines
+
+
+def _check_trec_field(what: str, value: object) -> None:
+    """A TREC run file's columns are split at whitespace: an id holding any (or nothing) would
+    be read back as other columns (a recall of 1.0 read as 0.75), so it is refused."""
+    text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise RagBenchError(
+            f"the {what} {text[:80]!r} cannot be written to a TREC run file, whose columns "
+            "whitespace separates",
+            "export the run with --format jsonl or --format parquet, which keep any id",
+        )
 
 
 def final_stage(retrieved: pd.DataFrame) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -86,6 +85,7 @@ def export_command(run, fmt, stage, dataset, output, runs_dir):
     from rag_bench.analysis.export import outputs_records, passage_texts, trec_lines
 
     store = open_store(runs_dir)
+    store.check_output(output, "export")
     stored = store.get(run)
     retrieved = store.retrieved([stored.run_id])
     if fmt == "trec":
@@ -108,11 +108,15 @@ def export_command(run, fmt, stage, dataset, output, runs_dir):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.Table.from_pylist(records), output)
+    buffer = pa.BufferOutputStream()  # written whole, then placed: a failure keeps the old file
+    pq.write_table(pa.Table.from_pylist(records), buffer)
+    _emit(buffer.getvalue().to_pybytes(), output)
 
 
 def _emit(data: bytes, output: str | None) -> None:
+    from rag_bench.io.durable import write_output
+
     if output is None:
         click.echo(data.decode(), nl=False)
     else:
-        Path(output).write_bytes(data)
+        write_output(output, data, "the export")

@@ -3,12 +3,20 @@ renders the result; the commands live one group to a module beside this one."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import sys
+import traceback
+
 import click
 
 from rag_bench import __version__
 from rag_bench.cli import analysis, exchange, registry, run, scoring, store, tiers
 from rag_bench.cli.options import UserMistake
 from rag_bench.errors import ParameterError, RagBenchError
+
+OUTPUT_ERRORS = (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EBADF)
 
 
 class Group(click.Group):
@@ -61,7 +69,40 @@ for command in (
 
 
 def main() -> None:
-    cli(prog_name="rag-bench")
+    """Run the command; a standard output that cannot take the result (a full disk, an I/O
+    error) is one line on stderr, a closed pipe ends the command silently, as Unix tools do."""
+    try:
+        try:
+            cli(prog_name="rag-bench")
+        finally:
+            _flush_output()
+    except OSError as exc:
+        if not _from_output(exc):
+            raise
+        _quiet_output()
+        if exc.errno != errno.EPIPE:
+            message = f"error: cannot write to standard output: {exc.strerror or exc}"
+            print(message + " (fix: write to a file with room, or pipe elsewhere)", file=sys.stderr)
+        sys.exit(1 if exc.errno == errno.EPIPE else 2)
+
+
+def _flush_output() -> None:
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
+def _from_output(exc: OSError) -> bool:
+    """Whether the error came from writing standard output (click's echo or the last flush)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return exc.errno in OUTPUT_ERRORS and any(f.name in ("echo", "_flush_output") for f in frames)
+
+
+def _quiet_output() -> None:
+    """Point standard output at the null device, so that the interpreter's last flush of what
+    could not be written raises nothing more."""
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ from __future__ import annotations
 import click
 
 from rag_bench.analysis import SLICES
-from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.errors import RagBenchError, UsageError, shown_value
 from rag_bench.evaluation import TEST_NAMES
+
+MAX_WHOLE = 2**63 - 1  # the largest whole number a flag takes (numpy's and Arrow's int64)
 
 
 class UserMistake(click.ClickException):
@@ -33,17 +35,26 @@ class Number(click.ParamType):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return value
         text = str(value).strip()
+        flag = param.opts[0] if param is not None and param.opts else "the value"
         try:
-            return int(text) if self.whole else float(text)
+            number = int(text) if self.whole else float(text)
         except ValueError:
             pass
+        else:
+            if self.whole and abs(number) > MAX_WHOLE:
+                raise UserMistake(
+                    UsageError(
+                        f"{flag} {shown_value(number)} is beyond the whole numbers it takes",
+                        f"give at most {MAX_WHOLE:,}",
+                    )
+                )
+            return number
         try:
             number = float(text)
         except ValueError:
             number = None
         if self.whole and number is not None and number.is_integer():
             return int(number)
-        flag = param.opts[0] if param is not None and param.opts else "the value"
         kind = "a whole number" if self.whole else "a number"
         given = param is not None and param.default is not None
         example = f"e.g. {flag} {param.default}" if given else kind

@@ -42,7 +42,7 @@ def terminal_width() -> int:
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) >= 40:
         return int(columns)
-    if sys.stdout.isatty():
+    if sys.stdout is not None and sys.stdout.isatty():  # None: standard output closed
         return shutil.get_terminal_size().columns
     return 120
 

@@ -60,6 +60,14 @@ from rag_bench.pipeline.executors import EXECUTORS
     help="Run the variant at every combination of these values and compare the runs "
     "(repeatable: a grid).",
 )
+@click.option(
+    "--max-points",
+    "max_points",
+    type=WHOLE,
+    default=100,
+    show_default=True,
+    help="The most grid points a --sweep may have (checked before any point runs).",
+)
 @click.option("--judge", default=None, help="Judge of the claims (same as --set judge.name=NAME).")
 @click.option("--name", default=None, help="Name the run: the name works wherever a run id does.")
 @click.option("--note", default=None, help="A note kept in the run's manifest.")
@@ -111,6 +119,7 @@ def run_command(
     depth,
     overrides,
     sweeps,
+    max_points,
     judge,
     name,
     note,
@@ -316,6 +325,7 @@ def _sweep(p: dict, names: list[str], data, overrides, selection, executor, resu
         data,
         overrides=overrides,
         on_stored=stored,
+        max_points=p["max_points"],
         ks=cutoffs(p["ks"]),
         depth=p["depth"],
         selection=selection,

@@ -15,6 +15,7 @@ document is an id, or an object holding ``doc_id_field`` (and optionally ``score
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -160,12 +161,21 @@ class HTTPSystemRetriever(_HTTPSystemComponent, Retriever):
         if isinstance(item, dict):
             key, score_key = self.system.fields["doc_id_field"], self.system.fields["score_field"]
             if key in item:
-                score = item.get(score_key)
-                number = isinstance(score, (int, float)) and not isinstance(score, bool)
-                if number and isinstance(score, (int, float)) and np.isfinite(score):
-                    return str(item[key]), float(score)
-                return str(item[key]), None
+                return str(item[key]), self._score(query, item.get(score_key))
         raise self.system.malformed(query, "lists a document without an id", "doc_id_field")
+
+    def _score(self, query: Query, score: Any) -> float | None:
+        """A document's score: None when it gives none; a number beyond float's range (or
+        NaN, infinite) is no score, and refused."""
+        if not isinstance(score, (int, float)) or isinstance(score, bool):
+            return None
+        try:
+            value = float(score)
+        except OverflowError:
+            value = math.inf
+        if not math.isfinite(value):
+            raise self.system.malformed(query, "has a score beyond float range", "score_field")
+        return value
 
 
 @component(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rag_bench.components import base
-from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.errors import RagBenchError, UsageError, shown_value
 
 
 def parameters(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -57,6 +57,8 @@ def _hints(init: Callable) -> dict[str, Any]:
 
 
 TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")
+MAX_INT = 2**63 - 1  # the largest int a parameter may have: what numpy and Arrow hold
+MAX_DIGITS = 20
 
 
 def coerce(value: Any, declared: Any, where: str) -> Any:
@@ -84,7 +86,7 @@ def coerce(value: Any, declared: Any, where: str) -> Any:
     else:
         return value  # a type the registry does not check: the component checks it
     raise UsageError(
-        f"{where}={value!r} is not {_type_name(declared)}",
+        f"{where}={shown_value(value)} is not {_type_name(declared)}",
         f"give {where} {_type_name(declared)}",
     )
 
@@ -102,10 +104,12 @@ def _as_bool(value: Any) -> bool | None:
 
 
 def _as_int(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
+    """An int within float's range (a component's numbers meet floats; 400 digits are no
+    parameter value)."""
     if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value)
+        value = int(value) if len(value.strip()) <= MAX_DIGITS else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if abs(value) <= MAX_INT else None
     return None
 
 
@@ -114,7 +118,7 @@ def _as_float(value: Any) -> float | None:
         return None
     try:
         number = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # an int beyond float's range is no float either
         return None
     return number if math.isfinite(number) else None
 

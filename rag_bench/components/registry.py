@@ -4,6 +4,11 @@ Built-in components and variants register through the same entry-point groups a 
 package uses (``rag_bench.components`` and ``rag_bench.variants``). An entry point names either
 a spec, a list of specs, or a callable returning such a list. Every list of valid names in an
 error message is read from these registries.
+
+A plugin cannot take over: anything its import raises (``SystemExit`` included) skips it with
+one warning line, and a component or variant named like a built-in one is refused with a
+warning (the built-in keeps its name; the plugin must choose another), so ``baseline`` always
+means rag-bench's own.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 COMPONENT_GROUP = "rag_bench.components"
 VARIANT_GROUP = "rag_bench.variants"
 ALL_VARIANTS = "all"  # a request for every variant that needs nothing but the dataset
+BUILTIN_ORIGIN = "rag-bench"  # the distribution of the built-in components and variants
 PROBLEM_CHARS = 120  # a skipped entry point's problem, cut to keep its warning on one line
 
 log = logging.getLogger(__name__)
@@ -98,10 +104,12 @@ def _named(entry: metadata.EntryPoint) -> list[Any]:
 def _entries(group: str) -> Iterable[tuple[Any, metadata.EntryPoint]]:
     """(item, entry point) of everything a group's entry points name. An entry point that fails
     to load is skipped with one warning line, so one broken package leaves the rest usable."""
-    for entry in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
+    # the built-ins first, so that no plugin can take one of their names
+    ordered = sorted(metadata.entry_points(group=group), key=lambda e: (not _builtin(e), e.name))
+    for entry in ordered:
         try:
             items = _named(entry)
-        except Exception as error:  # a third party's import may fail in any way at all
+        except (Exception, SystemExit) as error:  # a third party's import may fail in any way
             _skip(entry, f"{type(error).__name__}: {error}")
             continue
         for item in items:
@@ -110,6 +118,18 @@ def _entries(group: str) -> Iterable[tuple[Any, metadata.EntryPoint]]:
 
 def _origin(entry: metadata.EntryPoint) -> str:
     return entry.dist.name if entry.dist is not None else entry.name
+
+
+def _builtin(entry: metadata.EntryPoint) -> bool:
+    """Whether the entry point is rag-bench's own."""
+    return _origin(entry).lower().replace("_", "-") == BUILTIN_ORIGIN
+
+
+def _taken(entry: metadata.EntryPoint, what: str, holder: str) -> str | None:
+    """Why a plugin may not register ``what`` when ``holder`` (an origin) has it, or None."""
+    if holder.lower().replace("_", "-") == BUILTIN_ORIGIN and not _builtin(entry):
+        return f"{what} is a built-in name, which a plugin cannot replace; rename it"
+    return None
 
 
 def _skip(entry: metadata.EntryPoint, problem: str) -> None:
@@ -180,6 +200,11 @@ def registry() -> Registry:
         if not isinstance(spec, ComponentSpec):
             _skip(entry, f"it names {_kind_of(item)}, not a @component class or ComponentSpec")
             continue
+        held = found.components.get((spec.kind, spec.name))
+        taken = held and _taken(entry, f"{spec.kind} {spec.name!r}", held.origin)
+        if taken:
+            _skip(entry, taken)
+            continue
         try:
             found.add_component(spec, _origin(entry))
         except RagBenchError as error:
@@ -187,6 +212,11 @@ def registry() -> Registry:
     for item, entry in _entries(VARIANT_GROUP):
         if not isinstance(item, VariantSpec):
             _skip(entry, f"it names {_kind_of(item)}, not a VariantSpec")
+            continue
+        held = found.variants.get(item.name)
+        taken = held and _taken(entry, f"variant {item.name!r}", held.origin)
+        if taken:
+            _skip(entry, taken)
             continue
         try:
             resolve(item, (), found)
@@ -218,6 +248,10 @@ def parse_override(text: str) -> tuple[str, str, Any]:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
+    except RecursionError:
+        raise UsageError(
+            f"--set {key.strip()}=… is JSON nested too deep", "give a number, a word or a flat list"
+        ) from None
     return slot, param, value
 
 

@@ -59,6 +59,10 @@ def top_positive(scores: np.ndarray, depth: int) -> Hits:
     return Hits(matching[best.index], best.score)
 
 
+MAX_K1 = 1000.0
+K1_NOTE = "k1 is 0-3 in practice; beyond 1000 the scores overflow and rank nothing"
+
+
 @component(
     "retriever",
     "bm25",
@@ -73,8 +77,9 @@ class BM25Retriever(Retriever):
             from rag_bench.errors import UnknownNameError
 
             raise UnknownNameError("BM25 method", method, METHODS)
-        # k1 < 0 would rank a term's repetitions down, b outside [0, 1] over-normalise length
-        check_number("retriever.k1", k1, 0)
+        # k1 < 0 would rank a term's repetitions down, b outside [0, 1] over-normalise length;
+        # a huge k1 overflows bm25s's float32 scores (1e308: every score inf, no ranking left)
+        check_number("retriever.k1", k1, 0, MAX_K1, range_note=K1_NOTE)
         check_number("retriever.b", b, 0, 1)
         self.k1, self.b, self.method = k1, b, method
         self.index: Any = None  # a bm25s.BM25, made by fit or load

@@ -181,6 +181,8 @@ def _number(text: str, name: str, path: Path, line: int) -> float | int:
         raise DataError(
             path, f"{name} {text!r} is not a number", f"give {name} a number", line
         ) from None
+    if not math.isfinite(value):
+        raise DataError(path, f"{name} {text[:40]!r} is not finite", f"give {name} a number", line)
     return int(value) if value.is_integer() and name == "context_k" else value
 
 

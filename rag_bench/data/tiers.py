@@ -136,7 +136,14 @@ def write_tier(dataset: Dataset, tier: str, ids: Iterable[str]) -> int:
         ending = line[len(line.rstrip("\r\n")) :]
         lines[number] = json.dumps(record, ensure_ascii=False) + ending
         changed += 1
-    atomic_write(path, "".join(lines).encode("utf-8"))
+    try:
+        atomic_write(path, "".join(lines).encode("utf-8"))  # whole or not at all
+    except OSError as exc:
+        raise DataError(
+            path,
+            f"cannot be rewritten: {exc.strerror or exc}",
+            "copy the dataset to a writable folder",
+        ) from None
     return changed
 
 

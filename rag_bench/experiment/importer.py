@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from rag_bench.components.registry import VariantSpec
+from rag_bench.components.registry import VariantSpec, registry
 from rag_bench.data.dataset import Dataset, load_dataset
 from rag_bench.data.outputs import Outputs, load_outputs, outputs_from
 from rag_bench.errors import UsageError
@@ -24,11 +24,22 @@ from rag_bench.experiment.runner import (
 IMPORT_VARIANT = "import"
 
 
+def check_name(name: str) -> None:
+    """Refuse a name that cannot name an imported system's variant: empty, a list, ``all``, or
+    a variant rag-bench runs (``latest:<that variant>`` would then find the import)."""
+    if not name or name == "all" or "," in name:
+        raise UsageError(f"the name {name!r} cannot name a variant", "give a name like my-system")
+    if name != IMPORT_VARIANT and name in registry().variants:
+        raise UsageError(
+            f"the name {name!r} is taken by a variant rag-bench runs",
+            f"give the imported system a name of its own, e.g. {name}-import",
+        )
+
+
 def replay_spec(name: str, outputs: Outputs, judge: str, judge_params: dict | None) -> VariantSpec:
     """The variant that replays ``outputs``: the recorded chunker, retriever and generator,
     judged by ``judge``."""
-    if not name or name == "all" or "," in name:
-        raise UsageError(f"the name {name!r} cannot name a variant", "give a name like my-system")
+    check_name(name)
     generator: dict[str, Any] = {"name": "recorded"}
     if outputs.context_k is not None:
         generator["context_k"] = outputs.context_k
@@ -83,6 +94,7 @@ def import_outputs(
     claims and judged by ``judge`` against the recorded passages (or the retrieved documents),
     failure classes. Evaluated queries without a record are left out and listed in the
     manifest (``outputs.missing``). Returns the stored run and the outputs read."""
+    check_name(name)
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     read = load_outputs(outputs, data.docs, data.queries)
     annotations = {

@@ -310,6 +310,8 @@ def _execute(
     """Index, answer (checkpointed), evaluate and store one run whose id this process holds."""
     run_id, store, data = plan.run_id, plan.store, plan.data
     checkpoint, stored_run, total, resumable = prior, None, len(chosen), True
+    # only a registered variant can be resumed by name (an import's spec is made on the spot)
+    by_name = registry().variants.get(plan.spec.name) == plan.spec
     executor = executor or LocalExecutor()
     try:
         report = pipeline.index(data, executor, progress)
@@ -340,16 +342,16 @@ def _execute(
         stored_run = store.write_run(run_id, manifest, tables)
     except KeyboardInterrupt:
         stored = store.is_stored(run_id)
-        kept = len(checkpoint) if checkpoint is not None else 0
+        kept = len(checkpoint) if checkpoint is not None and by_name else 0
         raise RunInterrupted(run_id, store, kept, total, stored) from None
     except RagBenchError as error:
         stored = store.is_stored(run_id)
-        if resumable and checkpoint is not None and len(checkpoint) and not stored:
+        if resumable and by_name and checkpoint is not None and len(checkpoint) and not stored:
             error.hint = _resume_hint(error, store, checkpoint, total)
         raise
     finally:
         if checkpoint is not None and (
-            stored_run is not None or store.is_stored(run_id) or not len(checkpoint)
+            stored_run is not None or store.is_stored(run_id) or not len(checkpoint) or not by_name
         ):
             checkpoint.remove()
         store.release_run_id(run_id)

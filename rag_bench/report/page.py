@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rag_bench.errors import RagBenchError, UsageError
-from rag_bench.io.durable import atomic_write
+from rag_bench.io.durable import write_output
 from rag_bench.report import sections
 from rag_bench.report.data import ReportData, report_data
 from rag_bench.report.html import STYLE, e
@@ -92,11 +91,7 @@ def report(
     Returns the HTML; with ``output`` also writes it there.
     """
     store = open_runs(runs_dir)
-    if output is not None and store.holds(output):
-        raise UsageError(
-            f"the report would be written into the runs folder {store} ({output})",
-            "write it outside the runs folder",
-        )
+    store.check_output(output, "report")
     data = report_data(
         store,
         refs,
@@ -112,12 +107,5 @@ def report(
     )
     page = render_report(data)
     if output is not None:
-        path = Path(output)
-        try:
-            atomic_write(path, page.encode("utf-8"))  # a page whole or not at all
-        except OSError as exc:
-            raise RagBenchError(
-                f"cannot write the report to {path}: {exc.strerror}",
-                "give an output path in a folder you can write to",
-            ) from None
+        write_output(output, page.encode("utf-8"), "the report")  # whole or not at all
     return page

@@ -37,6 +37,7 @@ MANIFEST_FIELDS = {
     "status": (str,),
     "duration_s": (int, float, type(None)),
 }
+OUTSIDE = "rag-bench never follows one out of the runs folder"
 DATASET_FIELDS = {"name": (str,), "sha256": (str,), "n_queries": (int,)}
 
 
@@ -109,6 +110,13 @@ def scan(folder: RunsFolder, upgrade_hint: str) -> Catalog:
         except RagBenchError as exc:
             catalog.broken[run_id] = exc
             continue
+        except FileNotFoundError as exc:
+            if not is_stored(folder, run_id):  # removed while this scan read it: not there
+                del catalog.removable[run_id]
+                continue
+            reason = f"run {run_id} is unreadable: {first_line(exc)}"
+            catalog.broken[run_id] = RagBenchError(reason, "remove it with `rag-bench rm --yes`")
+            continue
         except (OSError, ValueError) as exc:
             reason = f"run {run_id} is unreadable: {first_line(exc)}"
             catalog.broken[run_id] = RagBenchError(reason, "remove it with `rag-bench rm --yes`")
@@ -129,6 +137,12 @@ def scan(folder: RunsFolder, upgrade_hint: str) -> Catalog:
 def committed_ids(folder: RunsFolder) -> list[str]:
     """The ids of every committed run (one with a manifest), oldest first; a manifest whose
     name is not a valid run id is ignored (it cannot have been written by rag-bench)."""
+    if folder.local is not None and (folder.local / MANIFESTS).is_symlink():
+        raise RagBenchError(
+            f"{folder.url(MANIFESTS)} is a symbolic link, not the folder of the run manifests "
+            "(rag-bench never follows one out of the runs folder)",
+            "move that link away",
+        )
     if folder.local is not None and (folder.local / MANIFESTS).is_file():
         raise RagBenchError(
             f"{folder.url(MANIFESTS)} is a file, not the folder of the run manifests",
@@ -171,6 +185,7 @@ def legacy_runs(folder: RunsFolder) -> dict[str, Path]:
         for p in sorted(folder.local.iterdir())
         if p.is_dir()
         and is_run_id(p.name)
+        and not p.is_symlink()
         and not p.name.startswith("_")
         and p.name not in TABLES
         and (p / LEGACY_MANIFEST).is_file()
@@ -182,6 +197,8 @@ def read_manifest(where: RunLocation | Path) -> dict:
     to hold the fields readers use, of the right types."""
     if isinstance(where, RunLocation):
         name, shown = where.run_id, where.runs.url(*manifest_parts(where.run_id))
+        if where.runs.symlink(*manifest_parts(where.run_id)):
+            raise _unreadable(name, shown, f"it is a symbolic link: {OUTSIDE}")
         with where.runs.errors("cannot read"):
             reading = where.runs.read_bytes(*manifest_parts(where.run_id))
     else:
@@ -237,6 +254,12 @@ def _check_tables(run: RunLocation, placed: dict | None) -> None:
             if run.table_parts(table)[:3] not in placed.get(run.run_id, []):
                 raise FileNotFoundError(f"{run.runs.url(*run.table_parts(table))} is missing")
             continue
+        link = run.runs.symlink(*run.table_parts(table))
+        if link is not None:
+            raise RagBenchError(
+                f"run {run.run_id} is not read: {link} is a symbolic link ({OUTSIDE})",
+                "replace the link by the file, or remove the run with `rag-bench rm --yes`",
+            )
         found = pq.read_schema(run.table_file(table))
         for column in file_schema(table):
             index = found.get_field_index(column.name)

@@ -7,7 +7,9 @@ new JSONL file ``answers-<n>.jsonl``, written atomically, so a block is there wh
 all; ``progress.json`` carries the time spent and the components' usage so far. Entries are
 keyed by query id and by a hash of what the answer was computed from, so an entry whose inputs
 changed is not reused. The run id a checkpoint names must be the one of its folder and obey
-the run-id grammar: a forged checkpoint cannot point a resume outside the runs folder.
+the run-id grammar: a forged checkpoint cannot point a resume outside the runs folder. Nor can
+a symbolic link: a checkpoint folder that is one is refused, and its files are read without
+following links (a linked answers file is skipped, its queries recomputed).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import RagBenchError
-from rag_bench.io.durable import atomic_write
+from rag_bench.io.durable import atomic_write, read_no_follow
+from rag_bench.io.jsonl import finite
 from rag_bench.runs.catalog import committed_ids
 from rag_bench.runs.commit import write_error
 from rag_bench.runs.folder import RunsFolder
@@ -63,8 +66,10 @@ class Checkpoint:
     @classmethod
     def open(cls, folder: Path, runs: RunsFolder) -> Checkpoint:
         """Read a checkpoint folder; unreadable answer files are skipped (recomputed)."""
+        if folder.is_symlink():
+            raise _unreadable(folder, "it is a symbolic link, which rag-bench never makes")
         try:
-            header = json.loads((folder / CHECKPOINT).read_text(encoding="utf-8"))
+            header = json.loads(read_no_follow(folder / CHECKPOINT).decode("utf-8"))
             if not isinstance(header, dict) or "run_id" not in header:
                 raise ValueError("no run_id")
         except (OSError, ValueError, RecursionError) as exc:
@@ -78,7 +83,7 @@ class Checkpoint:
                 if isinstance(record, dict) and isinstance(record.get("query_id"), str):
                     checkpoint.entries[record["query_id"]] = record
         try:
-            progress = json.loads((folder / PROGRESS).read_text(encoding="utf-8"))
+            progress = json.loads(read_no_follow(folder / PROGRESS).decode("utf-8"))
             checkpoint.progress = progress if isinstance(progress, dict) else {}
         except (OSError, ValueError, RecursionError):
             checkpoint.progress = {}
@@ -101,7 +106,7 @@ class Checkpoint:
                     json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records
                 )
                 atomic_write(self.folder / f"answers-{self.blocks:06d}.jsonl", lines.encode())
-            data = json.dumps(progress, ensure_ascii=False, default=str)
+            data = json.dumps(finite(progress), ensure_ascii=False, default=str)
             atomic_write(self.folder / PROGRESS, data.encode())
         except OSError as exc:
             raise self._fail(exc) from None
@@ -115,7 +120,7 @@ class Checkpoint:
 
 def _records(path: Path) -> list:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_no_follow(path).decode("utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
     except (OSError, ValueError, RecursionError):
         return []

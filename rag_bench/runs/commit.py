@@ -5,6 +5,9 @@ folder, moved (or, remotely, uploaded) into place, and the manifest is written l
 atomically. rag-bench lists a run only when its manifest exists, so a crash, Ctrl-C, ``kill
 -9`` or a full disk never leaves a visible partial run; deleting a run removes its manifest
 first. Partitions left without a manifest are removed by :mod:`rag_bench.runs.stale`.
+
+No path below the runs folder is written or deleted through a symbolic link: a linked table or
+manifests folder is refused in one line, and a linked partition is unlinked, never descended.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import shutil
 from pathlib import Path
 
 from rag_bench.errors import RagBenchError
-from rag_bench.io.durable import atomic_write, fsync, fsync_tree
+from rag_bench.io.durable import atomic_write, fsync, fsync_tree, symlink_below
+from rag_bench.io.jsonl import finite
 from rag_bench.io.pause import pause_point
 from rag_bench.runs.catalog import is_stored
 from rag_bench.runs.folder import RunsFolder, note_bookkeeping
@@ -64,6 +68,11 @@ def ensure_folder(runs: RunsFolder) -> None:
     note_bookkeeping(runs)
 
 
+def _is_new(root: Path) -> bool:
+    """Whether a local runs folder holds neither manifests nor tables yet."""
+    return not any(os.path.lexists(root / name) for name in (MANIFESTS, *TABLES))
+
+
 def write_run(runs: RunsFolder, locks: Locks, run_id: str, manifest: dict, tables) -> RunLocation:
     """Store a complete run (``tables``: name -> DataFrame) and release the run id's lock.
 
@@ -83,10 +92,12 @@ def write_run(runs: RunsFolder, locks: Locks, run_id: str, manifest: dict, table
         os.mkdir(staging)  # unlike mkdtemp, honours the umask: others may read the run
         _stage_tables(staging, run, tables)
         pause_point("write")
+        if runs.local is not None and _is_new(runs.local):  # the clean-up judges partitions
+            _make_folders(runs.local, runs.local / MANIFESTS)  # only beside a manifests folder
         placed = True
         _place_tables(staging, run)
         pause_point("commit")
-        text = json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n"
+        text = json.dumps(finite(manifest), indent=2, ensure_ascii=False, default=str) + "\n"
         _commit(runs, run_id, text.encode("utf-8"))
         placed = False
     except OSError as exc:
@@ -128,6 +139,7 @@ def _place_tables(staging: Path, run: RunLocation) -> None:
             runs.upload(source / PART, *parts, PART)
             continue
         target = runs.local.joinpath(*parts)
+        _refuse_links(runs.local, target)
         _make_folders(runs.local, target.parent)
         if target.exists():  # left by an earlier, uncommitted attempt at this run id
             shutil.rmtree(target)
@@ -136,7 +148,9 @@ def _place_tables(staging: Path, run: RunLocation) -> None:
 
 
 def _make_folders(root: Path, folder: Path) -> None:
-    """``mkdir -p`` below ``root``, each new folder's entry synced to disk."""
+    """``mkdir -p`` below ``root``, each new folder's entry synced to disk; refused when the
+    way down (``folder`` included) goes through a symbolic link."""
+    _refuse_links(root, folder)
     missing = []
     while folder != root and not folder.is_dir():
         missing.append(folder)
@@ -145,6 +159,15 @@ def _make_folders(root: Path, folder: Path) -> None:
         with contextlib.suppress(FileExistsError):
             os.mkdir(created)
         fsync(created.parent)
+
+
+def _refuse_links(root: Path, path: Path) -> None:
+    link = symlink_below(root, path)
+    if link is not None:
+        raise RagBenchError(
+            f"{link} is a symbolic link: rag-bench writes nothing through one",
+            f"move it out of the runs folder {root}",
+        )
 
 
 def _commit(runs: RunsFolder, run_id: str, manifest: bytes) -> None:
@@ -159,14 +182,17 @@ def _commit(runs: RunsFolder, run_id: str, manifest: bytes) -> None:
 
 
 def remove_run(run: RunLocation | Path, found: list[tuple[str, ...]]) -> None:
-    """Delete a run: its manifest first (un-committing it), then its partitions ``found``. A
-    folder of the first layout is hidden by one rename, then removed."""
+    """Delete a run: its manifest first (un-committing it), then its partitions ``found``, with
+    a ``.rm-<run_id>-`` marker meanwhile that lets the clean-up finish the job. A folder of the
+    first layout is hidden by one rename, then removed."""
     if isinstance(run, Path):
         hidden = run.parent / f"{REMOVING}{run.name}-{secrets.token_hex(2)}"
         os.rename(run, hidden)
         shutil.rmtree(hidden, ignore_errors=True)
         return
     runs = run.runs
+    marker = runs.bookkeeping / f"{REMOVING}{run.run_id}-{secrets.token_hex(2)}"
+    marker.mkdir(parents=True)  # the clean-up's proof, should this stop halfway
     if runs.local is not None:
         (runs.local.joinpath(*manifest_parts(run.run_id))).unlink(missing_ok=True)
         fsync(runs.local / MANIFESTS)
@@ -174,10 +200,18 @@ def remove_run(run: RunLocation | Path, found: list[tuple[str, ...]]) -> None:
         runs.delete_file(*manifest_parts(run.run_id))
     for parts in found:
         delete_partition(runs, parts)
+    marker.rmdir()
 
 
 def delete_partition(runs: RunsFolder, parts: tuple[str, ...]) -> None:
+    """Delete one partition folder; locally never through a symbolic link (a linked
+    partition loses its link, the folder it points to stays)."""
     if runs.local is not None:
-        shutil.rmtree(runs.local.joinpath(*parts), ignore_errors=True)
+        path = runs.local.joinpath(*parts)
+        link = runs.symlink(*parts)
+        if link == path:
+            path.unlink(missing_ok=True)
+        elif link is None:
+            shutil.rmtree(path, ignore_errors=True)
     else:
         runs.delete_dir(*parts)

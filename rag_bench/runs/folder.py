@@ -22,12 +22,15 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from rag_bench.errors import RagBenchError, UsageError, first_line
+from rag_bench.io.durable import symlink_below
 
+REMOTE_RETRY_S = 5  # how long an object store that does not answer is retried
 URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)
 
 
@@ -44,6 +47,7 @@ class Entry:
     name: str
     is_dir: bool
     mtime: float | None  # seconds since the epoch; None when the store does not say
+    link: bool = False  # a symbolic link (local folders only): listed, never followed
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,10 +102,20 @@ class RunsFolder:
         except OSError as exc:
             raise remote_error(self, doing, exc) from None
 
+    def symlink(self, *parts: str) -> Path | None:
+        """The first symbolic link on the way from the (local) folder down to ``parts``, or
+        None: a path with one leads out of the folder, and is neither read nor written."""
+        if self.local is None:
+            return None
+        return symlink_below(Path(self.root), Path(self.root, *parts))
+
     def list(self, *parts: str, recursive: bool = False) -> list[Entry]:
-        """The entries under a folder (names relative to it); [] when it does not exist."""
+        """The entries under a folder (names relative to it); [] when it does not exist. In a
+        local folder, symbolic links are listed as such (``link``) and never followed."""
         from pyarrow.fs import FileSelector, FileType
 
+        if self.local is not None:
+            return [] if self.symlink(*parts) else _list_local(Path(self.root, *parts), recursive)
         base = self.path(*parts)
         with self.errors("cannot list"):
             infos = self.fs.get_file_info(
@@ -117,8 +131,11 @@ class RunsFolder:
         return out
 
     def exists(self, *parts: str) -> bool:
+        """Whether the path is there (locally: a symbolic link is, wherever it points)."""
         from pyarrow.fs import FileType
 
+        if self.local is not None:
+            return os.path.lexists(self.path(*parts))
         with self.errors("cannot read"):
             return self.fs.get_file_info(self.path(*parts)).type != FileType.NotFound
 
@@ -165,6 +182,28 @@ class RunsFolder:
                 + _at_endpoint(),
                 f"create it (e.g. `aws s3 mb s3://{bucket}`) or pass another --runs-dir",
             )
+
+
+def _list_local(folder: Path, recursive: bool, prefix: str = "") -> list[Entry]:
+    """The files, folders and symbolic links under ``folder`` (no link is followed)."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for entry in entries:
+        is_dir, link = entry.is_dir(follow_symlinks=False), entry.is_symlink()
+        if not (link or is_dir or entry.is_file(follow_symlinks=False)):
+            continue
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime
+        except FileNotFoundError:  # removed meanwhile
+            continue
+        name = prefix + entry.name
+        out.append(Entry(name, is_dir, mtime, link))
+        if recursive and is_dir:
+            out += _list_local(Path(entry.path), True, name + "/")
+    return out
 
 
 def runs_folder(where: str | Path | None = None) -> RunsFolder:
@@ -262,6 +301,9 @@ def _other_filesystem(url: str, scheme: str):
     from pyarrow import fs as pafs
 
     try:
+        if scheme in ("gs", "gcs"):  # pyarrow's default retries an unreachable store for 15 min
+            limit = timedelta(seconds=REMOTE_RETRY_S)
+            return pafs.GcsFileSystem(retry_time_limit=limit), url.split("://", 1)[1].strip("/")
         return pafs.FileSystem.from_uri(url)
     except (ArrowInvalid, ValueError) as exc:
         reason = str(exc)
@@ -330,11 +372,14 @@ def remote_error(folder: RunsFolder, doing: str, exc: Exception) -> RemoteError:
             "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to credentials "
             f"that may use s3://{bucket}",
         )
-    if any(m in text for m in ("NETWORK_CONNECTION", "curlCode", "Could not connect", "resolve")):
+    unreachable = ("NETWORK_CONNECTION", "curlCode", "Could not connect", "resolve", "UNAVAILABLE")
+    if any(m in text for m in unreachable):
         return RemoteError(
             f"{doing} the runs folder {folder.given}: the object store"
             + (_at_endpoint() or "")
             + " is unreachable",
-            "check the network and AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3)",
+            "check the network and AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3)"
+            if folder.given.lower().startswith("s3")
+            else "check the network and the store's credentials",
         )
     return RemoteError(f"{doing} {folder.given}: {first_line(text)}", _HINT)

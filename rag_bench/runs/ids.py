@@ -6,15 +6,20 @@ grammar before it becomes part of a path: one path segment, no character Hive es
 leading dot, so it can never climb out of the runs folder.
 
 ``.<run_id>.lock`` claims a run id for one process, which holds an exclusive ``flock`` on it
-while it lives; a lock nobody holds belongs to a process that ended (even by ``kill -9``).
+while it lives; a lock nobody holds belongs to a process that ended (even by ``kill -9``). A
+lock file is opened without following a symbolic link, and written only when it is a regular
+file with no other name (hard link): a lock planted in a shared runs folder cannot make the
+next run truncate a file elsewhere.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import TypeGuard
@@ -24,6 +29,7 @@ from rag_bench.runs.layout import lock_name
 
 RUN_ID = re.compile(r"[^\s\x00-\x1f\"#%'*/:=?\\\x7f{}\[\]^.][^\s\x00-\x1f\"#%'*/:=?\\\x7f{}\[\]^]*")
 MAX_RUN_ID = 200
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def is_run_id(value: object) -> TypeGuard[str]:
@@ -62,7 +68,7 @@ class Locks:
     def create(self, run_id: str) -> None:
         """Create the lock file (FileExistsError if it exists), lock it and note the holder."""
         path = self.path(run_id)
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | NO_FOLLOW, 0o644)
         try:
             _flock(fd)
             os.write(fd, f"{os.getpid()}\n".encode())  # for people looking: who holds it
@@ -85,9 +91,16 @@ class Locks:
             except FileExistsError:
                 pass
             try:
-                fd = os.open(path, os.O_RDWR)
+                fd = os.open(path, os.O_RDWR | NO_FOLLOW)
             except FileNotFoundError:
                 continue  # released meanwhile: create it
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                raise _foreign(path, "is a symbolic link") from None
+            if not _own_kind(fd):
+                os.close(fd)
+                raise _foreign(path, "is not a plain file of its own")
             if not can_judge_staleness() or not _flock(fd):
                 os.close(fd)
                 raise RagBenchError(
@@ -118,11 +131,11 @@ class Locks:
         if path in self._held:
             return True
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | NO_FOLLOW)
         except FileNotFoundError:
             return False
         except OSError:
-            return True  # cannot tell: assume it is in use
+            return True  # cannot tell (or a symbolic link): assume it is in use
         try:
             return not can_judge_staleness() or not _flock(fd)
         finally:
@@ -134,16 +147,29 @@ class Locks:
             return False
         path = self.path(run_id)
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | NO_FOLLOW)
         except OSError:
             return False
         try:
-            if _flock(fd):
+            if _own_kind(fd) and _flock(fd):
                 path.unlink(missing_ok=True)
                 return True
             return False
         finally:
             os.close(fd)
+
+
+def _own_kind(fd: int) -> bool:
+    """Whether an open lock file is one rag-bench could have made: a regular file with one name."""
+    info = os.fstat(fd)
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+
+
+def _foreign(path: Path, what: str) -> RagBenchError:
+    return RagBenchError(
+        f"the lock {path} {what}, which rag-bench never makes: not touched",
+        "delete it (it is no file of rag-bench's) and run again",
+    )
 
 
 def _same_file(fd: int, path: Path) -> bool:

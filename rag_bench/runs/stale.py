@@ -5,6 +5,14 @@ any answered query (or of a run that was stored after all), and table partitions
 was never committed (no manifest, no live lock). Checkpoints holding answers stay: they are
 resumable work. Anything younger than a minute is left alone, and anything whose name holds no
 valid run id is not touched at all.
+
+Only what is provably rag-bench's own is deleted: no symbolic link is followed or removed; an
+uncommitted partition goes only when the staging folder of its run's write is still there (the
+trace of a writer that died between placing its tables and committing), or the marker of its
+run's removal (an ``rm`` stopped halfway), and it is a real folder
+holding nothing but its one Parquet part; and no partition goes at all while the manifests
+folder is missing or not a real folder (moved away, a link), since then no run can be told
+committed.
 """
 
 from __future__ import annotations
@@ -13,12 +21,12 @@ import shutil
 import time
 from pathlib import Path
 
-from rag_bench.io.durable import STAGING_PREFIX
+from rag_bench.io.durable import STAGING_PREFIX, is_real_folder
 from rag_bench.runs.catalog import committed_ids, is_stored, partitions
 from rag_bench.runs.commit import delete_partition
 from rag_bench.runs.folder import RunsFolder
 from rag_bench.runs.ids import Locks, can_judge_staleness, is_run_id
-from rag_bench.runs.layout import ANSWERS, MANIFESTS, PARTIAL, REMOVING, STAGING
+from rag_bench.runs.layout import ANSWERS, MANIFESTS, PART, PARTIAL, REMOVING, STAGING
 
 STALE_AFTER_S = 60.0  # hidden leftovers younger than this are never judged stale
 # an upload to an object store can take long, and its writer's lock is on another machine
@@ -27,12 +35,13 @@ REMOTE_STALE_AFTER_S = 24 * 3600.0
 
 def clean_stale(runs: RunsFolder, locks: Locks) -> list[str]:
     """Remove what ended processes left in ``runs``; returns the names removed."""
-    return _clean_bookkeeping(runs, locks) + _clean_uncommitted(runs, locks)
+    uncommitted = _clean_uncommitted(runs, locks)  # first: it needs the staging folders
+    return _clean_bookkeeping(runs, locks) + uncommitted
 
 
 def _age(path: Path) -> float:
     try:
-        return time.time() - path.stat().st_mtime
+        return time.time() - path.lstat().st_mtime
     except OSError:
         return 0.0
 
@@ -40,6 +49,8 @@ def _age(path: Path) -> float:
 def _is_stale(runs: RunsFolder, locks: Locks, entry: Path) -> bool:
     """Whether a hidden entry of the bookkeeping folder was left by a process that ended."""
     name = entry.name
+    if entry.is_symlink():
+        return False  # not made by rag-bench: left alone
     if name.startswith(REMOVING) and entry.is_dir():
         return True
     if name.startswith(STAGING) and entry.is_dir():
@@ -62,7 +73,7 @@ def _clean_bookkeeping(runs: RunsFolder, locks: Locks) -> list[str]:
         return removed
     try:
         entries = list(local.iterdir())
-        if runs.local is not None and (local / MANIFESTS).is_dir():
+        if runs.local is not None and is_real_folder(local / MANIFESTS):
             entries += [
                 p for p in (local / MANIFESTS).iterdir() if p.name.startswith(STAGING_PREFIX)
             ]
@@ -72,7 +83,7 @@ def _clean_bookkeeping(runs: RunsFolder, locks: Locks) -> list[str]:
         name = entry.name
         if not name.startswith(".") or _age(entry) < STALE_AFTER_S:
             continue
-        if name.endswith(".lock") and entry.is_file():
+        if name.endswith(".lock") and entry.is_file() and not entry.is_symlink():
             run_id = name[1 : -len(".lock")]
             if can_judge_staleness() and is_run_id(run_id) and locks.remove_if_free(run_id):
                 removed.append(name)
@@ -94,18 +105,54 @@ def _partition_age(runs: RunsFolder, parts: tuple[str, ...]) -> float:
     return time.time() - max(times) if times else 0.0
 
 
+def _manifests_there(runs: RunsFolder) -> bool:
+    """Whether the manifests folder is there as a real folder, so that a partition without a
+    manifest can be told uncommitted (remotely: the prefix holds at least one object)."""
+    if runs.local is None:
+        return runs.exists(MANIFESTS)
+    return is_real_folder(runs.local) and is_real_folder(runs.local / MANIFESTS)
+
+
+def _staged_ids(runs: RunsFolder) -> set[str]:
+    """The run ids whose write (or removal) left its staging folder (or marker) behind."""
+    try:
+        names = [p.name for p in runs.bookkeeping.iterdir() if is_real_folder(p)]
+    except OSError:
+        return set()
+    return {
+        name[len(prefix) :].rpartition("-")[0]
+        for name in names
+        for prefix in (STAGING, REMOVING)
+        if name.startswith(prefix)
+    }
+
+
+def _only_its_part(runs: RunsFolder, parts: tuple[str, ...]) -> bool:
+    """Whether a partition holds what rag-bench writes there and nothing else: one regular
+    Parquet part (remote partitions are trusted to the object store's listing)."""
+    if runs.local is None:
+        return True
+    listed = runs.list(*parts)
+    return [(e.name, e.is_dir, e.link) for e in listed] == [(PART, False, False)]
+
+
 def _clean_uncommitted(runs: RunsFolder, locks: Locks) -> list[str]:
     """Remove partitions whose run has no manifest, no live lock, and has not changed for a
     while: the leftovers of a process that died between moving tables in and committing."""
     removed: list[str] = []
-    if runs.local is not None and not runs.local.is_dir():
+    if not _manifests_there(runs):
         return removed
     committed = set(committed_ids(runs))
+    staged = _staged_ids(runs)
     threshold = STALE_AFTER_S if runs.local is not None else REMOTE_STALE_AFTER_S
     for run_id, found in partitions(runs).items():
-        if run_id in committed or locks.is_held(run_id):
+        if run_id not in staged or run_id in committed or locks.is_held(run_id):
             continue
-        old = [parts for parts in found if _partition_age(runs, parts) >= threshold]
+        old = [
+            parts
+            for parts in found
+            if _partition_age(runs, parts) >= threshold and _only_its_part(runs, parts)
+        ]
         if not old or is_stored(runs, run_id):  # committed meanwhile: keep
             continue
         for parts in old:

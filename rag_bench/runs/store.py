@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import builtins  # `list` is a method of RunStore: its annotations name the type this way
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rag_bench.errors import RagBenchError, UnknownNameError
+from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 from rag_bench.runs.catalog import Catalog, StoredRun, is_stored, partitions, read_table, scan
 from rag_bench.runs.checkpoint import Checkpoint, find_checkpoint
 from rag_bench.runs.commit import ensure_folder, remove_run, write_error, write_run
@@ -61,11 +61,18 @@ class RunStore:
         return self.folder.local is None or self.folder.local.exists()
 
     def holds(self, path: str | Path) -> bool:
-        """Whether ``path`` lies inside this (local) runs folder, where only the store writes."""
-        if self.folder.local is None:
-            return False
-        root = Path(os.path.realpath(self.folder.local))
+        """Whether ``path`` (its links followed) lies inside this runs folder's local part,
+        where only the store writes."""
+        root = Path(os.path.realpath(self.folder.bookkeeping))
         return Path(os.path.realpath(path)).is_relative_to(root)
+
+    def check_output(self, path: str | Path | None, what: str) -> None:
+        """Refuse to write ``what`` (a report, an export) to ``path`` inside the runs folder."""
+        if path is not None and self.holds(path):
+            raise UsageError(
+                f"the {what} would be written into the runs folder {self} ({path})",
+                "write it outside the runs folder",
+            )
 
     @property
     def is_default(self) -> bool:
@@ -197,13 +204,36 @@ class RunStore:
 
     def sql(self, statement: str, allow_files: bool = False):
         """A read-only SQL statement over the views, as a DataFrame; ``allow_files`` lets it
-        read files outside the runs folder."""
-        return run_sql(self.connect(allow_files=allow_files), statement, allow_files)
+        read files outside the runs folder. A run removed meanwhile is seen or not, whole."""
+        return self._steady(
+            lambda: run_sql(self.connect(allow_files=allow_files), statement, allow_files)
+        )
 
     def sql_chunks(self, statement: str, allow_files: bool = False) -> Iterator:
         """Like :meth:`sql`, the result in DataFrames of bounded size (the first, possibly
         empty, names the columns): for results too large to hold at once."""
-        return stream_sql(self.connect(allow_files=allow_files), statement, allow_files)
+        connection = self._steady(lambda: self.connect(allow_files=allow_files))
+        return stream_sql(connection, statement, allow_files)
+
+    def _steady(self, work: Callable[[], Any]) -> Any:
+        """``work()`` over what the folder holds; when it fails because a run went away
+        meanwhile (an ``rm`` by another process), once more over what it holds now."""
+        attempts = 3
+        for attempt in range(1, attempts + 1):
+            before = [run.run_id for run in self.list()]
+            try:
+                return work()
+            except (OSError, RagBenchError) as error:
+                self.refresh()
+                if attempt < attempts and [run.run_id for run in self.list()] != before:
+                    continue
+                if isinstance(error, OSError):
+                    raise RagBenchError(
+                        f"cannot read the runs folder {self}: {error.strerror or error}",
+                        "retry; check that nothing else is deleting its files",
+                    ) from None
+                raise
+        return None
 
     def schema(self):
         """The views and their columns (view, column_name, column_type)."""

@@ -134,6 +134,27 @@ def _qrels_file_1e23(runs: Path) -> None:
     (runs.parent / "qrels.txt").write_text("q1 0 d1 1e23\nq1 0 d2 1\n")
 
 
+def _outputs(*lines: str) -> Callable[[Path], None]:
+    """An outputs file ``{folder}/outputs.jsonl`` of these lines (``RECORD`` is a valid one)."""
+
+    def write(runs: Path) -> None:
+        (runs.parent / "outputs.jsonl").write_text("\n".join(lines) + "\n")
+
+    return write
+
+
+RECORD = '{"query_id": "q-nas-001", "retrieved": ["nas-001"], "answer": "48 TB [nas-001]."'
+DIGITS = "1" + "0" * 400  # a number of 401 digits
+
+
+def _spaced_doc_id(runs: Path) -> None:
+    copy_run(locate(runs, TWIN), runs, BAD)
+    part = table_file(locate(runs, BAD), "retrieved")
+    table = pq.read_table(part).to_pandas()
+    table["doc_id"] = table["doc_id"].replace({"nas-001": "nas 001"})
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), part)
+
+
 # --- the cases --------------------------------------------------------------------------------
 
 
@@ -511,7 +532,7 @@ CASES = [
         "--set",
         "retriever.k1=-5",
         *SMOKE,
-        ["retriever.k1 = -5.0 is out of range", "finite number in [0, ∞)"],
+        ["retriever.k1 = -5.0 is out of range", "finite number in [0, 1,000]"],
     ),
     case(
         "gate --max-drop recall@10=nan",
@@ -542,6 +563,125 @@ CASES = [
         ["generator.context_k = 0 is out of range", "whole number in [1, ∞)"],
     ),
     case("--variant ''", *RUN[:2], "", *SMOKE, ["--variant '' names no variant"]),
+    # issue 27: numbers and structures bounded, sweeps whole, imports and exports checked
+    case(
+        "--set retriever.k1=1e308",
+        *RUN,
+        "--set",
+        "retriever.k1=1e308",
+        *SMOKE,
+        ["retriever.k1 = 1e+308 is out of range", "[0, 1,000]", "scores overflow"],
+    ),
+    case("--set retriever.k1=true", *RUN, "--set", "retriever.k1=true", *SMOKE, ["finite float"]),
+    case(
+        "--set nested 5000 deep",
+        *RUN,
+        "--set",
+        "retriever.k1=" + "[" * 5000 + "]" * 5000,
+        *SMOKE,
+        ["--set retriever.k1=… is JSON nested too deep"],
+    ),
+    case(
+        "--set retriever.b=<401 digits>",
+        *RUN,
+        "--set",
+        f"retriever.b={DIGITS}",
+        *SMOKE,
+        ["retriever.b=100000…000 (401 digits) is not a finite float"],
+    ),
+    case(
+        "--set chunker.size=<401 digits>",
+        *RUN,
+        "--set",
+        f"chunker.size={DIGITS}",
+        *SMOKE,
+        ["chunker.size=100000…000 (401 digits) is not an int"],
+    ),
+    case(
+        "run --seed <401 digits>",
+        *RUN,
+        "--seed",
+        DIGITS,
+        "--sample",
+        "3",
+        *SMOKE,
+        ["--seed 100000…000 (401 digits) is beyond the whole numbers", "9,223,372,036,854,775,807"],
+    ),
+    case(
+        "compare --resamples <401 digits>",
+        *PAIR,
+        "--resamples",
+        DIGITS,
+        ["--resamples 100000…000 (401 digits) is beyond the whole numbers it takes"],
+    ),
+    case(
+        "--sweep whose last value is out of range",
+        *RUN,
+        "--sweep",
+        "retriever.k1=1.2,1.5,-1",
+        *SMOKE,
+        ["sweep point baseline[retriever.k1=-1]", "(nothing of the sweep was run)"],
+    ),
+    case(
+        "--sweep grid beyond --max-points",
+        *RUN,
+        "--sweep",
+        "retriever.k1=" + ",".join(str(k) for k in range(1, 21)),
+        "--sweep",
+        "retriever.b=" + ",".join(f"0.{b}" for b in range(10)),
+        *SMOKE,
+        ["--max-points 100 is out of range", "at least the grid's 200 points"],
+    ),
+    case(
+        "import --name baseline",
+        "import",
+        "{folder}/outputs.jsonl",
+        "--name",
+        "baseline",
+        "--runs-dir",
+        "{runs}",
+        ["the name 'baseline' is taken by a variant rag-bench runs", "baseline-import"],
+    ),
+    *(
+        case(
+            f"import {what}",
+            "import",
+            "{folder}/outputs.jsonl",
+            "--name",
+            "mine",
+            "--runs-dir",
+            "{runs}",
+            ["outputs.jsonl:1: ", said],
+            code=3,
+            setup=_outputs(line),
+        )
+        for what, line, said in (
+            ("latency_ms of 401 digits", RECORD + f', "latency_ms": {DIGITS}}}', "beyond the"),
+            ("latency_ms 1e999", RECORD + ', "latency_ms": 1e999}', "is inf, beyond the range"),
+            ("latency_ms NaN", RECORD + ', "latency_ms": NaN}', "NaN is not a JSON number"),
+            ("cost_usd true", RECORD + ', "cost_usd": true}', "'cost_usd' is a bool"),
+            ("a record nested too deep", "[" * 100_000 + "]" * 100_000, "JSON nested too deep"),
+        )
+    ),
+    case(
+        "export TREC of a document id with a space",
+        "export",
+        "{bad}",
+        "--runs-dir",
+        "{runs}",
+        ["the document id 'nas 001' cannot be written to a TREC run file", "--format jsonl"],
+        setup=_spaced_doc_id,
+    ),
+    case(
+        "export -o into the runs folder",
+        "export",
+        "{good}",
+        "-o",
+        "{runs}/_manifests/{good}.json",
+        "--runs-dir",
+        "{runs}",
+        ["the export would be written into the runs folder", "outside the runs folder"],
+    ),
     case(
         "--resume with --variant ','",
         "run",

@@ -103,7 +103,7 @@ def third_party_plugin(tmp_path, monkeypatch):
 
 SHAKY = """
 from rag_bench.components.base import Capability, Generator
-from rag_bench.components.registry import VariantSpec, component
+from rag_bench.components.registry import ComponentSpec, VariantSpec, component
 
 
 @component("generator", "eager")
@@ -122,7 +122,10 @@ fine = VariantSpec(
      "generator": {"name": "extractive"}},
 )
 dangling = VariantSpec("shaky_dangling", {"generator": {"name": "eager"}})
+taken = VariantSpec("baseline", {"generator": {"name": "extractive", "max_sentences": 1}})
+TAKEN = ComponentSpec("generator", "extractive", Eager)
 """
+EXITS = "raise SystemExit(0)  # a plugin that ends the process at import\n"
 
 # (entry-point group, entry point, what its warning says)
 BREAKAGES = [
@@ -131,6 +134,10 @@ BREAKAGES = [
     ("components", "shaky_plugin:NOT_A_COMPONENT", "it names a value of type str, not a"),
     ("components", "shaky_plugin:Eager", "generator 'Eager' breaks the Generator contract: BATCH"),
     ("variants", "shaky_plugin:dangling", "variant 'shaky_dangling': unknown generator 'eager'"),
+    ("components", "shaky_exits:Thing", "SystemExit: 0"),
+    ("variants", "shaky_exits:fine", "SystemExit: 0"),
+    ("variants", "shaky_plugin:taken", "variant 'baseline' is a built-in name, which a plugin"),
+    ("components", "shaky_plugin:TAKEN", "generator 'extractive' is a built-in name, which"),
 ]
 
 
@@ -141,8 +148,10 @@ def shaky_environment(folder, group: str, broken: str) -> dict[str, str]:
     entry_points[group] += f"broken = {broken}\n"
     text = "".join(f"[rag_bench.{g}]\n{lines}\n" for g, lines in entry_points.items() if lines)
     distribute(folder, "shaky_plugin", SHAKY, text)
+    (folder / "shaky_exits.py").write_text(EXITS)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return {**env, "PYTHONPATH": str(folder), "COLUMNS": "120"}
+    # the checkout's rag_bench, not whichever is installed
+    return {**env, "PYTHONPATH": f"{folder}{os.pathsep}{ROOT}", "COLUMNS": "120"}
 
 
 def cli(args, env) -> subprocess.CompletedProcess:

@@ -27,16 +27,17 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 
-from rag_bench.errors import RagBenchError, UsageError, import_backend
+from rag_bench.errors import RagBenchError, UsageError, first_line, import_backend
 from rag_bench.io.cache import default_cache_dir, digest
 from rag_bench.io.durable import atomic_write
+from rag_bench.io.urls import public_url, query_digest
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -44,6 +45,8 @@ R = TypeVar("R")
 INSTALL = "pip install 'rag-bench[openai]'"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_BACKOFF_S = 30.0  # longest wait between two attempts, Retry-After included
+MAX_REPLY_BYTES = 64 * 2**20  # a reply larger than this is no API's answer
+MAX_TOKENS = 10**12  # a token count beyond this in a reply's usage counts nothing
 CACHE_FORMAT = 1
 UNTRUSTED_TAG = re.compile(r"<(/?\s*(?:passages?|answer))", re.IGNORECASE)
 
@@ -52,15 +55,6 @@ class EndpointError(RagBenchError):
     """The HTTP endpoint refused or failed a request in a way the user must fix."""
 
     exit_code = 5
-
-
-def public_url(url: str) -> str:
-    """The URL without any ``user:password@`` part (safe to hash, store and show)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
 class LLMClient:
@@ -165,17 +159,45 @@ class LLMClient:
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """``fn`` over ``items`` with at most ``concurrency`` requests in flight, in order.
 
-        The first error stops the work: requests not yet started are cancelled.
+        The first error stops the work: requests not yet started are not sent. The calling
+        thread waits in Python, so Ctrl-C (or SIGTERM) stops it at once; requests in flight are
+        left to their deadline on daemon threads, which never hold the process up at exit.
         """
         items = list(items)
         if self.concurrency == 1 or len(items) <= 1:
             return [fn(item) for item in items]
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rag-bench-llm")
+        results: list[Any] = [None] * len(items)
+        failures: dict[int, BaseException] = {}
+        pending = iter(range(len(items)))
+        stop, lock = threading.Event(), threading.Lock()
+
+        def work() -> None:
+            while not stop.is_set():
+                with lock:
+                    index = next(pending, None)
+                if index is None:
+                    return
+                try:
+                    results[index] = fn(items[index])
+                except BaseException as exc:  # handed to the waiting thread
+                    failures[index] = exc
+                    stop.set()
+
+        workers = [
+            threading.Thread(target=work, name="rag-bench-llm", daemon=True)
+            for _ in range(min(self.concurrency, len(items)))
+        ]
+        for worker in workers:
+            worker.start()
         try:
-            futures = [pool.submit(fn, item) for item in items]
-            return [future.result() for future in futures]
+            for worker in workers:
+                while worker.is_alive():
+                    worker.join(0.1)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            stop.set()  # an interrupt: start no more requests
+        if failures:
+            raise failures[min(failures)]
+        return results
 
     def tally(self) -> dict[str, int]:
         """The raw counts behind :meth:`usage`."""
@@ -225,7 +247,10 @@ class LLMClient:
         """POST ``body`` to ``<base url>/<path>``: from the cache when this exact request was
         answered before, else over HTTP (with retries), then cached."""
         url = f"{self.base_url}/{path}" if path else self.base_url
-        key = digest({"format": CACHE_FORMAT, "endpoint": public_url(url), "body": body})
+        material = {"format": CACHE_FORMAT, "endpoint": public_url(url), "body": body}
+        if public_url(url) != url:  # a query or user info: told apart by a hash, not stored
+            material["secret_sha256"] = query_digest(url)
+        key = digest(material)
         cached = self._cache_read(key)
         if cached is not None:
             self._account(cached, cached=True)
@@ -266,8 +291,8 @@ class LLMClient:
                     self._counts["retries"] += 1
             wait = None
             try:
-                response = self._http().post(url, json=body, headers=self._headers())
-            except httpx.TimeoutException:
+                response = self._attempt(url, body)
+            except (httpx.TimeoutException, TimeoutError):
                 problem = f"no reply within {self.timeout:g}s"
             except httpx.TransportError as error:
                 problem = f"connection failed ({type(error).__name__})"
@@ -289,11 +314,51 @@ class LLMClient:
             f"or allow more attempts: --set {self.where}.max_retries=8",
         )
 
-    def _decode(self, response, shown: str) -> dict:
+    def _attempt(self, url: str, body: dict) -> Reply:
+        """One POST, bounded in total by ``timeout`` (however slowly the server drips its reply),
+        made on a daemon thread while this one waits in Python, where Ctrl-C arrives."""
+        deadline = time.monotonic() + self.timeout
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                outcome["reply"] = self._receive(url, body, deadline)
+            except BaseException as exc:  # handed to the waiting thread
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name="rag-bench-request", daemon=True).start()
+        while not done.wait(min(0.1, max(deadline - time.monotonic(), 0.0) + 0.01)):
+            if time.monotonic() > deadline + 0.5:
+                raise TimeoutError  # the thread ends at its next byte, or its read timeout
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["reply"]
+
+    def _receive(self, url: str, body: dict, deadline: float) -> Reply:
+        """The reply read in pieces, given up once ``deadline`` passes or it grows too large."""
+        with self._http().stream("POST", url, json=body, headers=self._headers()) as response:
+            pieces, size = [], 0
+            for piece in response.iter_bytes():
+                size += len(piece)
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+                if size > MAX_REPLY_BYTES:
+                    raise self._not_openai_url(
+                        public_url(url), f"is larger than {MAX_REPLY_BYTES // 2**20} MiB"
+                    )
+                pieces.append(piece)
+            return Reply(response.status_code, response.headers, b"".join(pieces))
+
+    def _decode(self, response: Reply, shown: str) -> dict:
         try:
             reply = response.json()
-        except ValueError:
-            raise self._not_openai_url(shown, "is not JSON") from None
+        except RecursionError:
+            raise self._not_openai_url(shown, "is JSON nested too deep") from None
+        except ValueError as exc:
+            raise self._not_openai_url(shown, f"is not JSON ({first_line(exc)[:200]})") from None
         if not isinstance(reply, dict):
             raise self._not_openai_url(shown, "is not a JSON object")
         return reply
@@ -326,8 +391,8 @@ class LLMClient:
         try:
             payload = response.json()
             error = payload.get("error", payload) if isinstance(payload, dict) else payload
-            text = error.get("message", "") if isinstance(error, dict) else str(error)
-        except ValueError:
+            text = error.get("message", "") if isinstance(error, dict) else str(error)[:400]
+        except (ValueError, RecursionError):
             text = response.text
         text = " ".join(str(text).split())[:200]
         if self._key:
@@ -384,7 +449,31 @@ class LLMClient:
 
 
 def _count(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and value >= 0 else 0
+    """A token count from a reply: a whole number of at most ``MAX_TOKENS`` (a boolean, a
+    non-finite or an absurd value counts nothing rather than overflowing a sum)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return int(value) if number and 0 <= value <= MAX_TOKENS else 0
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An HTTP reply read whole: status, headers and body."""
+
+    status_code: int
+    headers: Any
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body as JSON; NaN and Infinity, which JSON has not, are refused (ValueError)."""
+        return json.loads(self.content.decode("utf-8"), parse_constant=_no_constant)
 
 
 def _retry_after(response) -> float | None:
