@@ -213,8 +213,8 @@ def registry() -> Registry:
         if not isinstance(item, VariantSpec):
             _skip(entry, f"it names {_kind_of(item)}, not a VariantSpec")
             continue
-        held = found.variants.get(item.name)
-        taken = held and _taken(entry, f"variant {item.name!r}", held.origin)
+        variant = found.variants.get(item.name)
+        taken = variant and _taken(entry, f"variant {item.name!r}", variant.origin)
         if taken:
             _skip(entry, taken)
             continue
