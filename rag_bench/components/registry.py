@@ -201,7 +201,7 @@ def registry() -> Registry:
             _skip(entry, f"it names {_kind_of(item)}, not a @component class or ComponentSpec")
             continue
         held = found.components.get((spec.kind, spec.name))
-        taken = held and _taken(entry, f"{spec.kind} {spec.name!r}", held.origin)
+        taken = _taken(entry, f"{spec.kind} {spec.name!r}", held.origin) if held else None
         if taken:
             _skip(entry, taken)
             continue
@@ -214,7 +214,7 @@ def registry() -> Registry:
             _skip(entry, f"it names {_kind_of(item)}, not a VariantSpec")
             continue
         variant = found.variants.get(item.name)
-        taken = variant and _taken(entry, f"variant {item.name!r}", variant.origin)
+        taken = _taken(entry, f"variant {item.name!r}", variant.origin) if variant else None
         if taken:
             _skip(entry, taken)
             continue
