@@ -111,6 +111,7 @@ def test_a_prompt_sweep_records_each_prompt_and_diff_shows_the_answers(
         "--sweep", "generator.prompt=a.txt,b.txt", "--format", "json",
     )  # fmt: skip
     assert out.exit_code == 0, out.stderr
+    assert "cannot fabricate" not in out.stderr
     store = open_runs(runs)
     by_name = {r.manifest["name"]: r for r in store.list()}
     a = by_name["baseline[generator.prompt=a.txt]"]
@@ -145,9 +146,13 @@ def test_a_prompt_sweep_records_each_prompt_and_diff_shows_the_answers(
     assert "answer_before" in table.stdout and "green cheese [nowhere]" in table.stdout
 
 
-def test_the_extractive_generator_has_no_prompt_to_record(rag_bench, tmp_path):
+def test_the_extractive_generator_has_no_prompt_and_the_run_says_it_cannot_fabricate(
+    rag_bench, tmp_path
+):
     runs = tmp_path / "runs"
     out = rag_bench("run", "--variant", "baseline", "--dataset", SEED, "--runs-dir", runs)
     assert out.exit_code == 0, out.stderr
     [stored] = open_runs(runs).list()
     assert stored.manifest["prompts"] == {}
+    note = out.stderr.strip().splitlines()[-1]
+    assert note.startswith("note: generator extractive quotes its context, so it cannot fabricate")
