@@ -41,7 +41,13 @@ CLAIMS = [
     split_claims("Items can be returned within 7 days [policy-3]. Fresh food is free [ship-1]."),
     split_claims("Express delivery costs 9 euros [ship-1]."),
 ]
-HTTP = {"model": MODEL_NAME, "cache": False, "retry_backoff": 0.0, "timeout": 120.0}
+HTTP = {
+    "model": MODEL_NAME,
+    "cache": False,
+    "retry_backoff": 0.0,
+    "timeout": 600.0,
+    "max_retries": 1,
+}
 
 
 def test_the_openai_generator_gets_a_chat_completion(llama_server):
@@ -54,7 +60,7 @@ def test_the_openai_generator_gets_a_chat_completion(llama_server):
 
 
 def test_the_llm_judge_grades_every_claim_through_json_mode(llama_server):
-    judge = LLMJudge(max_tokens=300, **HTTP)
+    judge = LLMJudge(max_tokens=160, **HTTP)
     verdicts = judge.judge_all(QUERIES, CLAIMS, [CONTEXT, CONTEXT])
     assert [len(v) for v in verdicts] == [len(c) for c in CLAIMS]
     usage = judge.usage()
@@ -70,7 +76,7 @@ def test_the_llm_judge_grades_every_claim_through_json_mode(llama_server):
 
 
 def test_without_json_mode_a_malformed_reply_is_sent_back_once(llama_server):
-    judge = LLMJudge(max_tokens=200, json_mode=False, **HTTP)
+    judge = LLMJudge(max_tokens=160, json_mode=False, **HTTP)
     judge.judge_all(QUERIES, CLAIMS, [CONTEXT, CONTEXT])
     usage = judge.usage()
     assert usage["malformed_replies"] >= 1, "the model wrote valid JSON unasked"
@@ -79,7 +85,7 @@ def test_without_json_mode_a_malformed_reply_is_sent_back_once(llama_server):
 
 
 def test_the_relevance_judge_grades_answers(llama_server):
-    judge = LLMRelevanceJudge(max_tokens=120, **HTTP)
+    judge = LLMRelevanceJudge(max_tokens=60, **HTTP)
     grades = judge.grade_relevance(QUERIES, ["You have 7 days.", "Orders ship in 2 days."])
     assert len(grades) == 2
     for grade in grades:
