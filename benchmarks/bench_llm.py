@@ -28,7 +28,9 @@ else the benchmark fails.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -137,6 +139,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="3 queries")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
     args = parser.parse_args()
+    if importlib.util.find_spec("llama_cpp") is None:
+        print("bench_llm: llama-cpp-python is not installed: make llm", file=sys.stderr)
+        return 2
     load_before = common.load_average()
     results = {"benchmark": "llm", "quick": args.quick, "repeat": args.repeat}
     results |= benchmark(args.quick, args.repeat)
