@@ -1,25 +1,23 @@
 """The OpenAI-compatible path against a real server: llama.cpp's ``llama_cpp.server`` with the
 packaged SmolLM2-135M on 127.0.0.1 (``.ci/run`` starts it; else the ``llama_server`` fixture
 does). The ``openai`` generator, the ``llm`` judge and the ``llm_relevance`` judge talk to it:
-chat completions, JSON mode, the repair of a malformed reply, concurrent requests, and a server
-killed mid-run, then ``--resume`` paying for no request twice. tests/components/test_llm.py
+chat completions, JSON mode, the repair of a malformed reply, concurrent requests (a server
+killed mid-run and ``--resume`` are tested against the fake one in
+tests/experiment/test_robustness_resume.py). tests/components/test_llm.py
 keeps the fake server for what a real one cannot produce on demand (429 storms, huge bodies).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from llama_server import MODEL_NAME, LlamaServer
+from llama_server import MODEL_NAME
 from rag_bench.components.openai.components import OpenAIGenerator
 from rag_bench.components.openai.judge import LLMJudge, LLMRelevanceJudge
-from rag_bench.experiment.runner import resume_run
 from rag_bench.model import Chunk, Query
 from rag_bench.runs import open_runs
 from rag_bench.text.claims import split_claims
@@ -133,67 +131,3 @@ def test_a_run_with_two_workers_and_the_llm_relevance_judge(llama_server, tmp_pa
     assert judged["requests"] >= judged["answers_graded"] + judged["answers_unjudged"]
     answers = open_runs(runs).queries([stored.run_id])["answer"]
     assert len(answers) == 4 and answers.str.strip().str.len().gt(0).all()
-
-
-def cached_replies(cache) -> int:
-    folder = cache / "llm"
-    return len(list(folder.glob("*/*.json"))) if folder.is_dir() else 0
-
-
-@pytest.mark.slow
-@pytest.mark.signals
-def test_a_server_killed_mid_run_then_resume_pays_for_no_request_twice(real_smollm2, tmp_path):
-    """40 queries are two checkpoint blocks (32 + 8). The server is killed (SIGKILL) once the
-    first block is checkpointed and some of the second answered; the run fails naming the
-    resume; a new server on the same address, and ``--resume`` sends only the requests never
-    answered: the answered ones come from the request cache, so each query is paid once."""
-    runs, cache = tmp_path / "runs", tmp_path / "cache"
-    server = LlamaServer(log=tmp_path / "server.log").start()
-    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "no-key"}
-    args = [
-        "run", "--variant", "baseline", "--sample", "40", "--seed", "5", "--runs-dir", runs,
-        *OPTIONS, "--set", "generator.max_retries=1", "--set", "generator.concurrency=1",
-    ]  # fmt: skip
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("RAG_BENCH_")}
-    environment |= {"RAG_BENCH_CACHE_DIR": str(cache), "PYTHONWARNINGS": "ignore", **env}
-    child = subprocess.Popen(
-        [sys.executable, "-m", "rag_bench.cli.main", *map(str, args)],
-        env=environment,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 600
-        while cached_replies(cache) < 35 and child.poll() is None:
-            assert time.monotonic() < deadline, "the run did not get to the second block"
-            time.sleep(0.05)
-        server.kill()
-        _, stderr = child.communicate(timeout=300)
-    finally:
-        server.kill()
-        if child.poll() is None:
-            child.kill()
-    assert child.returncode == 5, stderr
-    assert "then resume with `rag-bench run --resume" in stderr
-    assert "(32 of 40 queries are checkpointed)" in stderr
-    answered = cached_replies(cache)
-    assert 35 <= answered < 40
-
-    again = LlamaServer(port=server.port, log=tmp_path / "server.log").start()
-    try:
-        run_id = open_runs(runs).find_checkpoint("")[1].run_id
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("RAG_BENCH_CACHE_DIR", str(cache))
-            patch.setenv("OPENAI_BASE_URL", again.url)
-            patch.setenv("OPENAI_API_KEY", "no-key")
-            resumed = resume_run(run_id, runs_dir=runs)
-    finally:
-        again.stop()
-    usage = resumed.manifest["usage"]["generator"]
-    assert resumed.manifest["resumed"]["queries_from_checkpoint"] == 32
-    assert usage["requests"] == 40  # every query's request paid for once
-    assert usage["cached_requests"] == answered - 32  # answered before the kill, not re-sent
-    assert cached_replies(cache) == 40
-    entries = [json.loads(p.read_text()) for p in (cache / "llm").glob("*/*.json")]
-    assert len({json.dumps(e["request"], sort_keys=True) for e in entries}) == 40
