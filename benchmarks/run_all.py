@@ -24,6 +24,7 @@ BENCHMARKS = (
     "bench_refuse.py",
     # judges × public human-labelled sets (README's last section); fetches the sets once
     "judge_table.py",
+    "bench_llm.py",  # needs the llm extra (make llm)
 )
 
 

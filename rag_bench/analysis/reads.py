@@ -108,11 +108,12 @@ def relevant_top(con, run_id: str, k: int) -> dict[str, dict[str, int]]:
 
 def paired_changes(con, old: str, new: str, metric: str) -> pd.DataFrame:
     """Per query both runs define ``metric`` for: its value before (``old``) and after
-    (``new``), the delta, the category and both failure classes."""
+    (``new``), the delta, the category, both failure classes and both answers."""
     return con.execute(
         "SELECT o.query_id, q.category, o.value AS before, n.value AS after, "
         "n.value - o.value AS delta, "
-        "qo.failure_class AS failure_before, q.failure_class AS failure_after "
+        "qo.failure_class AS failure_before, q.failure_class AS failure_after, "
+        "qo.answer AS answer_before, q.answer AS answer_after "
         "FROM metrics o JOIN metrics n ON o.query_id = n.query_id AND o.metric = n.metric "
         "JOIN queries q ON q.run_id = n.run_id AND q.query_id = n.query_id "
         "JOIN queries qo ON qo.run_id = o.run_id AND qo.query_id = o.query_id "

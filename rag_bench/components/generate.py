@@ -25,6 +25,11 @@ REFUSAL_TEXT_ZH = "无法回答：检索到的资料不足以回答这个问题�
 FINAL = re.compile(r"[.!?。．！？；…]+[”’」』）)]*$")
 YEAR = re.compile(r"(?:19|20)\d\d")
 CJK_FINAL = re.compile(r"[。．！？；…]+[”’」』）)]*$")
+EXTRACTIVE_NOTE = (
+    "generator extractive quotes its context, so it cannot fabricate: its faithfulness and "
+    "citation precision are no evidence of anything; for a real model: make llm, "
+    "--set generator.name=llama_cpp (or generator.name=openai for your own server)"
+)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from conftest import ROOT, assert_one_line_error
 from rag_bench.components.openai.client import LLMClient
 from rag_bench.io.urls import public_url
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 SECRET = "sk-query-secret-5b1d"
 
 
