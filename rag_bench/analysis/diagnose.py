@@ -30,6 +30,7 @@ class Symptom:
     culprit: str
     fix: str
     test: Callable[[pd.DataFrame, int, int], pd.Series]  # per-query frame, k, N → bool/NaN
+    rule: str  # what ``test`` checks, in words ({k} and {n} are the cutoffs)
 
 
 def _where(defined: pd.Series, value: pd.Series) -> pd.Series:
@@ -37,18 +38,34 @@ def _where(defined: pd.Series, value: pd.Series) -> pd.Series:
     return value.astype(float).where(defined)
 
 
+LOW_RECALL = 0.5  # of the relevant documents the top k can hold
+
+
+def reachable_recall(q: pd.DataFrame, k: int) -> pd.Series:
+    """The relevant documents in the top k over those the top k can hold, min(k, relevant):
+    a query with 70 relevant documents has all it can at 5 of them in the top 5, where its
+    recall@5 is 0.07 (NaN where recall is undefined)."""
+    relevant = q["n_relevant"].astype(float)
+    found = q[f"recall@{k}"] * relevant
+    return found / np.minimum(k, relevant).where(relevant > 0)
+
+
 SYMPTOMS = (
     Symptom(
         "low recall@k",
         "chunker or retriever",
         "chunk boundaries, hybrid (sparse + dense) retrieval, query rewriting",
-        lambda q, k, n: _where(q[f"recall@{k}"].notna(), q[f"recall@{k}"] < 0.5),
+        lambda q, k, n: _where(q[f"recall@{k}"].notna(), reachable_recall(q, k) < LOW_RECALL),
+        "recall@{k} x relevant / min({k}, relevant) < "
+        f"{LOW_RECALL:g}: the top {{k}} holds under {LOW_RECALL:g} of the relevant documents "
+        "it has room for",
     ),
     Symptom(
         "relevant in the top N, not the top k",
         "reranker",
         "add or tune a reranker; give the generator more chunks",
         lambda q, k, n: _where(q[f"hit@{n}"].notna(), (q[f"hit@{n}"] == 1) & (q[f"hit@{k}"] == 0)),
+        "a relevant document in the top {n} (hit@{n} = 1) and none in the top {k} (hit@{k} = 0)",
     ),
     Symptom(
         "context holds the answer, answer wrong",
@@ -58,32 +75,48 @@ SYMPTOMS = (
             q[f"context_recall@{k}"].notna(),
             (q[f"context_recall@{k}"] == 1) & ~q["failure_class"].isin(GOOD),
         ),
+        "context_recall@{k} = 1 and a failure class other than " + " or ".join(GOOD),
     ),
     Symptom(
         "unsupported claims",
         "generator",
         "enforce citations or refuse; lower the temperature",
         lambda q, k, n: _where(q["faithfulness"].notna(), q["faithfulness"] < 1),
+        "faithfulness < 1 (a claim the judge found unsupported by the context)",
     ),
     Symptom(
         "answerable query refused",
         "generator (refusal threshold) or retriever",
         "loosen the refusal threshold (min_coverage); add context",
         lambda q, k, n: _where(q["over_refusal"].notna(), q["over_refusal"] == 1),
+        "over_refusal = 1 (an answerable query refused)",
     ),
     Symptom(
         "unanswerable query answered",
         "generator",
         "raise the refusal threshold; require support for every claim",
         lambda q, k, n: _where(q["answered_unanswerable"].notna(), q["answered_unanswerable"] == 1),
+        "answered_unanswerable = 1 (a should_refuse query answered)",
     ),
     Symptom(
         "citations to non-supporting documents",
         "generator",
         "cite per sentence; verify citations after generation",
         lambda q, k, n: _where(q["citation_precision"].notna(), q["citation_precision"] < 1),
+        "citation_precision < 1 (a cited document that does not support its claim)",
     ),
 )
+
+
+def diagnosis_rules(k: int, n: int) -> pd.DataFrame:
+    """The rule behind each symptom at the cutoffs k and N, in words: what ``--explain``
+    prints. A symptom counts only the queries where its metric is defined."""
+    return pd.DataFrame(
+        [
+            {"symptom": s.name, "rule": s.rule.format(k=k, n=n), "culprit": s.culprit}
+            for s in SYMPTOMS
+        ]
+    )
 
 
 def cutoffs(run: StoredRun) -> tuple[int, int]:
@@ -105,7 +138,7 @@ def symptoms_per_query(store: RunStore, run: StoredRun, k: int, n: int) -> pd.Da
         "SELECT query_id, metric, value FROM metrics WHERE run_id = ?", [run.run_id]
     ).df()
     queries = con.execute(
-        "SELECT query_id, category, tags, failure_class FROM queries WHERE run_id = ?",
+        "SELECT query_id, category, tags, failure_class, n_relevant FROM queries WHERE run_id = ?",
         [run.run_id],
     ).df()
     wide = values.pivot(index="query_id", columns="metric", values="value")

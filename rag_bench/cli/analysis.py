@@ -23,18 +23,25 @@ from rag_bench.cli.options import (
 @click.argument("run")
 @click.option("--against", default=None, metavar="RUN", help="Pair with this run's symptoms.")
 @slice_option
+@click.option("--explain", is_flag=True, help="Also print the rule behind each symptom.")
 @runs_dir_option()
 @format_option(FORMATS)
-def diagnose_command(run, against, slice_by, runs_dir, fmt):
+def diagnose_command(run, against, slice_by, explain, runs_dir, fmt):
     """Which symptoms a run shows, per slice: count, share, likely culprit stage, what to try
     and example queries; with --against, which symptoms grew or shrank over the same queries."""
-    from rag_bench.analysis.diagnose import diagnose
-    from rag_bench.cli.render import render
+    from rag_bench.analysis.diagnose import cutoffs, diagnose, diagnosis_rules
+    from rag_bench.cli.render import as_records, render, to_json
 
     store = open_store(runs_dir)
     table = diagnose(store, run, against, slice_by)
+    rules = diagnosis_rules(*cutoffs(store.get(run))) if explain else None
+    if rules is not None and fmt == "json":
+        click.echo(to_json({"diagnosis": as_records(table), "rules": as_records(rules)}))
+        return
     # on a narrow terminal the counts behind the shares and the example ids go first
     click.echo(render(table, fmt, drop=("cleared", "appeared", "of", "n_against", "examples")))
+    if rules is not None:
+        click.echo("\n" + render(rules, fmt, wrap=("rule",)))
 
 
 @click.command("compare")

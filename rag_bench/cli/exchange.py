@@ -11,9 +11,11 @@ from rag_bench.cli.options import (
     FORMATS,
     UserMistake,
     cutoffs,
+    drop_unknown_option,
     format_option,
     open_store,
     runs_dir_option,
+    warn_dataset,
 )
 from rag_bench.errors import UsageError
 
@@ -30,17 +32,35 @@ from rag_bench.errors import UsageError
 @click.option("--judge", default="lexical", show_default=True, help="Judge of the claims.")
 @click.option("--note", default=None, help="A note kept in the run's manifest.")
 @click.option("--k", "ks", default="1,3,5,10,20,100", show_default=True, help="Metric cutoffs.")
+@drop_unknown_option()
 @runs_dir_option()
 @format_option(FORMATS)
-def import_command(outputs, dataset, name, judge, note, ks, runs_dir, fmt):
+def import_command(outputs, dataset, name, judge, note, ks, drop_unknown, runs_dir, fmt):
     """Score a system's outputs (JSONL, CSV or Parquet: per query what it retrieved and
     answered) like a pipeline run, and store them as a run."""
     from rag_bench.cli.views import run_summary
+    from rag_bench.data.dataset import load_dataset
     from rag_bench.experiment.importer import import_outputs
 
+    data = load_dataset(dataset, drop_unknown=drop_unknown)
+    warn_dataset(data)
     result, read = import_outputs(
-        outputs, dataset, name=name, judge=judge, note=note, ks=cutoffs(ks), runs_dir=runs_dir
+        outputs,
+        data,
+        name=name,
+        judge=judge,
+        note=note,
+        ks=cutoffs(ks),
+        runs_dir=runs_dir,
+        drop_unknown=drop_unknown,
     )
+    if read.dropped:
+        shown = ", ".join(sorted(read.dropped)[:5]) + (" …" if len(read.dropped) > 5 else "")
+        click.echo(
+            f"warning: dropped {sum(read.dropped.values())} retrieved entries naming "
+            f"{len(read.dropped)} documents not in the corpus: {shown}",
+            err=True,
+        )
     if read.missing:
         shown = ", ".join(read.missing[:5]) + (" …" if len(read.missing) > 5 else "")
         click.echo(
@@ -81,11 +101,20 @@ def import_command(outputs, dataset, name, judge, note, ks, runs_dir, fmt):
 @runs_dir_option()
 def export_command(run, fmt, stage, dataset, output, runs_dir):
     """Export a run's rankings as a TREC run file, or its outputs for `rag-bench import`."""
-    from rag_bench.analysis.export import outputs_records, passage_texts, trec_lines
+    from rag_bench.analysis.export import (
+        outputs_records,
+        passage_texts,
+        trec_lines,
+        unanswerable_note,
+    )
 
     store = open_store(runs_dir)
     stored = store.get(run)
     retrieved = store.retrieved([stored.run_id])
+    queries = store.queries([stored.run_id])
+    note = unanswerable_note(queries)
+    if note:
+        click.echo(f"note: {note}", err=True)
     if fmt == "trec":
         text = "\n".join(trec_lines(retrieved, stored.run_id, stage)) + "\n"
         return _emit(text.encode(), output)
@@ -94,7 +123,7 @@ def export_command(run, fmt, stage, dataset, output, runs_dir):
     data = load_dataset(dataset or stored.manifest["dataset"]["path"])
     records = outputs_records(
         stored.manifest,
-        store.queries([stored.run_id]),
+        queries,
         retrieved,
         passage_texts(stored.manifest, data),
     )

@@ -201,3 +201,19 @@ def warn_broken(store) -> None:
         click.echo(f"warning: there is no runs folder {store} (nothing stored yet)", err=True)
     for problem in store.broken.values():
         click.echo(f"warning: skipped: {problem}", err=True)
+
+
+def drop_unknown_option():
+    """--drop-unknown, for the commands that read a dataset's qrels (and a system's outputs)."""
+    return click.option(
+        "--drop-unknown",
+        is_flag=True,
+        help="Leave out judgements naming documents or queries the dataset lacks (a published "
+        "set's qrels may), and retrieved documents outside the corpus; each is counted and named.",
+    )
+
+
+def warn_dataset(data) -> None:
+    """The dataset's warnings (a likely typo of a category, judgements dropped), on stderr."""
+    for warning in data.warnings:
+        click.echo(f"warning: {warning}", err=True)

@@ -9,11 +9,13 @@ from rag_bench.cli.options import (
     WHOLE,
     UserMistake,
     cutoffs,
+    drop_unknown_option,
     format_option,
     open_store,
     progress,
     runs_dir_option,
     split_list,
+    warn_dataset,
 )
 from rag_bench.data import TIERS
 from rag_bench.errors import UsageError
@@ -74,6 +76,7 @@ from rag_bench.pipeline.executors import EXECUTORS
 @click.option("--sample", type=WHOLE, default=None, help="Run a seeded random subset of N queries.")
 @click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed for --sample.")
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
+@drop_unknown_option()
 @click.option(
     "--executor",
     type=click.Choice(EXECUTORS),
@@ -110,6 +113,7 @@ def run_command(
     sample,
     seed,
     split,
+    drop_unknown,
     executor,
     address,
     workers,
@@ -219,9 +223,8 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
         names = [n for n, spec in registry().variants.items() if spec.service is None]
     for name in names:
         registry().variant(name)  # fail on a misspelt name before any work
-    data = load_dataset(p["dataset"], split=p["split"])
-    for warning in data.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    data = load_dataset(p["dataset"], split=p["split"], drop_unknown=p["drop_unknown"])
+    warn_dataset(data)
     selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"], tier=p["tier"])
     if p["name"] is not None and (len(names) > 1 or p["sweeps"]):
         raise UserMistake(

@@ -61,9 +61,25 @@ def _spent(outputs: Outputs) -> dict[str, float]:
     return spent
 
 
+DROPPED_IDS_KEPT = 100  # the manifest names this many of the dropped documents
+
+
+def dropped_retrieved(outputs: Outputs) -> dict:
+    """What the manifest says of retrieved documents left out as outside the corpus."""
+    if not outputs.dropped:
+        return {}
+    return {
+        "dropped": {
+            "retrieved": sum(outputs.dropped.values()),
+            "documents": len(outputs.dropped),
+            "ids": sorted(outputs.dropped)[:DROPPED_IDS_KEPT],
+        }
+    }
+
+
 def _depth(outputs: Outputs, ks) -> int:
     """Deep enough to keep every recorded ranking whole."""
-    return max(max(len(a.ranking) for a in outputs.answers.values()), max(ks))
+    return max(max(len(a.ranking) for a in outputs.answers.values()), max(ks), 1)
 
 
 def import_outputs(
@@ -77,20 +93,28 @@ def import_outputs(
     ks=DEFAULT_KS,
     runs_dir: str | Path | None = None,
     cache_dir: str | Path | None = None,
+    drop_unknown: bool = False,
 ) -> tuple[RunResult, Outputs]:
     """Score an outputs file (see :mod:`rag_bench.data.outputs`) like a pipeline run and store
     it as the variant ``name``: ranking metrics on the dataset's qrels, the answers split into
     claims and judged by ``judge`` against the recorded passages (or the retrieved documents),
     failure classes. Evaluated queries without a record are left out and listed in the
-    manifest (``outputs.missing``). Returns the stored run and the outputs read."""
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
-    read = load_outputs(outputs, data.docs, data.queries)
+    manifest (``outputs.missing``). With ``drop_unknown``, judgements naming documents the
+    corpus lacks and retrieved documents outside the corpus are left out and counted (see
+    :func:`~rag_bench.data.dataset.load_dataset`, :func:`~rag_bench.data.outputs.load_outputs`).
+    Returns the stored run and the outputs read."""
+    if isinstance(dataset, Dataset):
+        data = dataset
+    else:
+        data = load_dataset(dataset, drop_unknown=drop_unknown)
+    read = load_outputs(outputs, data.docs, data.queries, drop_unknown)
     annotations = {
         "outputs": {
             "file": read.path.name,
             "sha256": read.sha256,
             "n_records": len(read.answers),
             "missing": list(read.missing),
+            **dropped_retrieved(read),
             **_spent(read),
         },
         "name": name,
@@ -115,12 +139,16 @@ def evaluate_outputs(
     judge: str = "lexical",
     judge_params: dict[str, Any] | None = None,
     ks=DEFAULT_KS,
+    drop_unknown: bool = False,
 ) -> dict[str, pd.DataFrame]:
     """Score outputs given in memory (a list of record dicts, or a DataFrame with one row per
     query, as in the outputs file format) exactly as an import would, and store nothing: the
     trace tables ``queries``, ``metrics``, ``retrieved`` and ``claims`` as DataFrames."""
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
-    read = outputs_from(records, data.docs, data.queries)
+    if isinstance(dataset, Dataset):
+        data = dataset
+    else:
+        data = load_dataset(dataset, drop_unknown=drop_unknown)
+    read = outputs_from(records, data.docs, data.queries, drop_unknown)
     return evaluate_variant(
         replay_spec(IMPORT_VARIANT, read, judge, judge_params),
         dataclasses.replace(data, answers=read.answers),

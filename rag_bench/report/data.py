@@ -69,7 +69,7 @@ def _resolve(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list
     if repeated:
         raise UsageError(f"run {repeated[0]} is named twice", "name each run once")
     if not allow_mismatch:
-        same_dataset(runs)
+        same_dataset(runs, store)
     return runs
 
 

@@ -46,6 +46,7 @@ RUNS_COLUMNS = (
     "dataset",
     "dataset_sha256",
     "n_queries",
+    "queries",
     "created_at",
     "duration_s",
     "status",
@@ -74,6 +75,7 @@ def runs_frame(runs: list[StoredRun]):
             "dataset": dataset.get("name"),
             "dataset_sha256": dataset.get("sha256"),
             "n_queries": dataset.get("n_queries"),
+            "queries": queries_run(m),
             "created_at": m.get("created_at"),
             "duration_s": m.get("duration_s"),
             "status": m.get("status"),
@@ -85,6 +87,15 @@ def runs_frame(runs: list[StoredRun]):
         }
         rows.append(row)
     return pd.DataFrame(rows, columns=list(RUNS_COLUMNS))
+
+
+def queries_run(manifest: dict) -> int | None:
+    """How many queries a run scored: its selection's, else every query of its dataset."""
+    selection = manifest.get("selection")
+    chosen = selection.get("query_ids") if isinstance(selection, dict) else None
+    if isinstance(chosen, list):
+        return len(chosen)
+    return manifest.get("dataset", {}).get("n_queries")
 
 
 def connect(

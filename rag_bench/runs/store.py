@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import RagBenchError, UnknownNameError
-from rag_bench.runs.catalog import Catalog, StoredRun, is_stored, partitions, read_table, scan
+from rag_bench.runs.catalog import (
+    Catalog,
+    StoredRun,
+    find_run,
+    is_stored,
+    on_dataset,
+    partitions,
+    read_table,
+    scan,
+)
 from rag_bench.runs.checkpoint import Checkpoint, find_checkpoint
 from rag_bench.runs.commit import ensure_folder, remove_run, write_error, write_run
 from rag_bench.runs.folder import RunsFolder, bookkept_folder, runs_folder
@@ -89,52 +98,17 @@ class RunStore:
         """The runs that cannot be read, by id, with the reason (each is still removable)."""
         return self._read().broken
 
-    def list(self, variant: str | None = None) -> list[StoredRun]:
-        """The readable runs (oldest id first), optionally of one variant."""
-        return [r for r in self._read().runs if variant is None or r.variant == variant]
-
     def get(self, ref: str) -> StoredRun:
-        """A run by full id, name, ``latest``, ``latest:<variant>`` (its latest run with the
-        variant's defaults on every query), ``latest:<variant>+`` (its latest run, however
-        made) or a unique id prefix. A name given to several runs names the latest of them."""
-        runs, broken = self._read().runs, self._read().broken
-        if ref in broken:
-            raise broken[ref]
-        if not runs:
-            raise RagBenchError(
-                f"no runs in {self}", "run `rag-bench run --variant …` first, or pass --runs-dir"
-            )
-        exact = [r for r in runs if r.run_id == ref] or [r for r in runs if r.name == ref]
-        if exact:
-            return max(exact, key=lambda r: r.created)
-        if ref == "latest" or ref.startswith("latest:"):
-            return self._latest(ref.partition(":")[2])
-        matching = [r for r in runs if r.run_id.startswith(ref)]
-        if len(matching) == 1:
-            return matching[0]
-        if not matching:
-            raise RagBenchError(f"no run {ref!r} in {self}", "list the runs with `rag-bench runs`")
-        names = ", ".join(r.run_id for r in matching[:10])
-        raise RagBenchError(f"run id prefix {ref!r} is ambiguous: {names}", "give more of the id")
+        """A run by reference; see :func:`rag_bench.runs.catalog.find_run` (an id, a name,
+        ``latest``, ``latest:<variant>``, ``latest:<variant>+`` or an id prefix, each with an
+        optional ``@<dataset>``)."""
+        return find_run(self._read().runs, self._read().broken, ref, str(self))
 
-    def _latest(self, variant: str) -> StoredRun:
-        any_kind = variant.endswith("+")
-        variant = variant.removesuffix("+")
-        matching = self.list(variant or None)
-        if not matching:
-            stored = ", ".join(sorted({r.variant for r in self.list()}))
-            raise RagBenchError(
-                f"no run of variant {variant!r} in {self}", f"stored variants: {stored}"
-            )
-        chosen = matching if any_kind or not variant else [r for r in matching if not r.customised]
-        if not chosen:
-            newest = max(matching, key=lambda r: r.created)
-            raise RagBenchError(
-                f"no run of variant {variant!r} with its defaults on every query in {self} "
-                f"(the latest, {newest.run_id}, has {', '.join(newest.customised)})",
-                f"name it by id or name, or take the latest of any kind: latest:{variant}+",
-            )
-        return max(chosen, key=lambda r: r.created)
+    def list(self, variant: str | None = None, dataset: str | None = None) -> list[StoredRun]:
+        """The readable runs (oldest id first), optionally of one variant and on one dataset
+        (its name, a unique prefix of it or of its sha256)."""
+        runs = [r for r in self._read().runs if variant is None or r.variant == variant]
+        return runs if dataset is None else on_dataset(runs, dataset, str(self))
 
     def resolve(self, ref: str, include_broken: bool = False) -> str:
         """The full id ``ref`` names; with ``include_broken`` also an unreadable run's."""

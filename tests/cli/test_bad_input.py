@@ -450,7 +450,7 @@ CASES = [
         "{other}",
         "--runs-dir",
         "{runs}",
-        ["the runs were made on different datasets", "seed-example", "--allow-mismatch"],
+        ["the runs were made on different datasets", "seed-example", "name runs on one dataset"],
     ),
     case(
         "compare across datasets",
@@ -459,7 +459,7 @@ CASES = [
         "{other}",
         "--runs-dir",
         "{runs}",
-        ["the runs were made on different datasets", "--allow-mismatch"],
+        ["the runs were made on different datasets", "name runs on one dataset"],
     ),
     case(
         "report -o into _manifests/",
