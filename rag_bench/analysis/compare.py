@@ -103,7 +103,9 @@ def _load(
         r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY metric").fetchall()
     ]
     chosen = canonical_names(metrics) if metrics else headline_metrics()
-    chosen = chosen if metrics else [m for m in chosen if m in available]
+    # by default the headline metrics the runs hold; runs of imported scores hold none of
+    # them, and then every metric they hold is compared
+    chosen = chosen if metrics else [m for m in chosen if m in available] or available
     for metric in chosen:
         if metric not in available:
             raise not_stored("metric in these runs", metric, available)
