@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_bench.analysis import SLICES
+from rag_bench.analysis import SLICES, shown
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.measures import (
     canonical,
@@ -44,6 +44,18 @@ class Comparison:
     alpha: float
     # metrics with one value in every query of every compared run: nothing to compare
     constant: dict[str, float] = field(default_factory=dict)
+
+    def _view(self):
+        columns = [c for c in shown.COMPARISON_COLUMNS if c in self.rows.columns]
+        title = shown.comparison_title(self.rows, self.n_paired, self.test, self.alpha)
+        notes = [f"{m}: {v:g} in every query of every run" for m, v in self.constant.items()]
+        return title, self.rows[columns], notes
+
+    def __repr__(self) -> str:
+        return shown.text_view(*self._view())
+
+    def _repr_html_(self) -> str:
+        return shown.html_view(*self._view())
 
 
 def _runs(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
@@ -294,6 +306,16 @@ class GateResult:
     passed: bool
     rows: pd.DataFrame  # metric, mean_a, mean_b, delta, allowed_drop, p_adjusted, n, mde, rule, ...
     warnings: list[str]
+
+    def _view(self):
+        title = shown.gate_title(self.passed, self.rows)
+        return title, self.rows.drop(columns=["reason"]), shown.gate_notes(self.rows, self.warnings)
+
+    def __repr__(self) -> str:
+        return shown.text_view(*self._view())
+
+    def _repr_html_(self) -> str:
+        return shown.html_view(*self._view())
 
 
 def parse_drops(specs: Sequence[str]) -> dict[str, float]:

@@ -11,6 +11,7 @@ from rag_bench.cli.render import as_records, fit_line, render, to_json
 from rag_bench.evaluation.measures import canonical_names, headline_metrics, not_stored
 from rag_bench.evaluation.retrieval import RankingEvaluation
 from rag_bench.evaluation.summary import slice_means
+from rag_bench.runs.sql import with_means
 
 
 def evaluation_table(result: RankingEvaluation, per_query: bool) -> pd.DataFrame:
@@ -174,21 +175,8 @@ def runs_table(store, variant: str | None = None, dataset: str | None = None) ->
     dataset (a name, a unique prefix of one or of its sha256)."""
     chosen = {r.run_id for r in store.list(variant, dataset)}
     runs = store.runs_frame()
-    runs = runs[runs["run_id"].isin(chosen)]
     headline = headline_metrics(brief=True)
-    if not runs.empty:
-        means = (
-            store.connect()
-            .sql(
-                "SELECT run_id, metric, avg(value) AS mean FROM metrics "
-                f"WHERE metric IN ({', '.join(repr(m) for m in headline)}) GROUP BY ALL"
-            )
-            .df()
-        )
-        wide = means.pivot(index="run_id", columns="metric", values="mean")
-        runs = runs.join(wide.reindex(columns=headline), on="run_id")
-    else:
-        runs = runs.assign(**{m: [] for m in headline})
+    runs = with_means(store.connect(), runs[runs["run_id"].isin(chosen)], headline)
     columns = [
         "run_id",
         "variant",

@@ -89,6 +89,20 @@ def runs_frame(runs: list[StoredRun]):
     return pd.DataFrame(rows, columns=list(RUNS_COLUMNS))
 
 
+def with_means(con, runs, metrics: list[str]):
+    """``runs`` (a frame of the ``runs`` view) with the mean of each of ``metrics`` per run
+    (over defined values) as columns, NULL where a run does not hold the metric."""
+    if runs.empty:
+        return runs.assign(**{m: [] for m in metrics})
+    means = con.execute(
+        "SELECT run_id, metric, avg(value) AS mean FROM metrics "
+        "WHERE list_contains(?, metric) GROUP BY ALL",
+        [list(metrics)],
+    ).df()
+    wide = means.pivot(index="run_id", columns="metric", values="mean")
+    return runs.join(wide.reindex(columns=metrics), on="run_id")
+
+
 def queries_run(manifest: dict) -> int | None:
     """How many queries a run scored: its selection's, else every query of its dataset."""
     selection = manifest.get("selection")

@@ -35,7 +35,14 @@ from rag_bench.runs.commit import ensure_folder, remove_run, write_error, write_
 from rag_bench.runs.folder import RunsFolder, bookkept_folder, runs_folder
 from rag_bench.runs.ids import Locks, new_run_id
 from rag_bench.runs.layout import CHECKPOINT, TABLES, partial_name, view_schema
-from rag_bench.runs.sql import connect, describe, run_sql, runs_frame, stream_sql
+from rag_bench.runs.sql import (
+    connect,
+    describe,
+    run_sql,
+    runs_frame,
+    stream_sql,
+    with_means,
+)
 from rag_bench.runs.stale import clean_stale
 from rag_bench.runs.upgrade import upgrade_runs
 
@@ -47,6 +54,29 @@ def open_runs(path_or_url: str | Path | RunStore | None = None) -> RunStore:
     if isinstance(path_or_url, RunStore):
         return path_or_url
     return RunStore(runs_folder(path_or_url))
+
+
+class RunList(list):
+    """Stored runs (a list of :class:`StoredRun`) that read as a table: ``to_frame()`` gives
+    one row per run (id, name, variant, dataset, queries scored, headline means), and so do
+    ``repr`` and a notebook's ``_repr_html_``."""
+
+    def __init__(self, runs, store: RunStore):
+        super().__init__(runs)
+        self.store = store
+
+    def to_frame(self):
+        from rag_bench.evaluation.measures import headline_metrics
+
+        columns = ["run_id", "name", "variant", "dataset", "queries", "created_at"]
+        frame = runs_frame(list(self))[columns]
+        return with_means(self.store.connect(list(self)), frame, headline_metrics(brief=True))
+
+    def __repr__(self) -> str:
+        return self.to_frame().to_string(index=False) if self else "RunList([])"
+
+    def _repr_html_(self) -> str:
+        return self.to_frame().to_html(index=False)
 
 
 class RunStore:
@@ -104,11 +134,11 @@ class RunStore:
         optional ``@<dataset>``)."""
         return find_run(self._read().runs, self._read().broken, ref, str(self))
 
-    def list(self, variant: str | None = None, dataset: str | None = None) -> list[StoredRun]:
+    def list(self, variant: str | None = None, dataset: str | None = None) -> RunList:
         """The readable runs (oldest id first), optionally of one variant and on one dataset
         (its name, a unique prefix of it or of its sha256)."""
         runs = [r for r in self._read().runs if variant is None or r.variant == variant]
-        return runs if dataset is None else on_dataset(runs, dataset, str(self))
+        return RunList(runs if dataset is None else on_dataset(runs, dataset, str(self)), self)
 
     def resolve(self, ref: str, include_broken: bool = False) -> str:
         """The full id ``ref`` names; with ``include_broken`` also an unreadable run's."""
