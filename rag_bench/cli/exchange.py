@@ -169,7 +169,8 @@ def export_command(run, fmt, stage, dataset, output, runs_dir):
         return _emit(text.encode(), output)
     from rag_bench.data.dataset import load_dataset
 
-    data = load_dataset(dataset or stored.manifest["dataset"]["path"])
+    recorded = stored.manifest["dataset"]
+    data = load_dataset(dataset or recorded["path"], drop_unknown="dropped" in recorded)
     records = outputs_records(
         stored.manifest,
         queries,
