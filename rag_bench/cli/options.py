@@ -217,3 +217,12 @@ def warn_dataset(data) -> None:
     """The dataset's warnings (a likely typo of a category, judgements dropped), on stderr."""
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)
+
+
+config_option = click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="An experiment file (rag-bench.toml) naming variants, overrides, sweeps, the tier "
+    "and gates; flags given here win over it.",
+)
