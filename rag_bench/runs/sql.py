@@ -119,8 +119,11 @@ def connect(
     over ``chosen``; it reads no file at all unless ``allow_files``, and writes none."""
     import duckdb
 
-    config = {**SEALED, "enable_external_access": allow_files, "lock_configuration": True}
-    con = duckdb.connect(config=config)
+    con = duckdb.connect(config={**SEALED, "enable_external_access": allow_files})
+    # DuckDB draws a progress bar on stdout for a query past 2 s: a library's output is its
+    # caller's (a notebook cell, a child process's stdout), never a bar
+    con.execute("SET enable_progress_bar = false")
+    con.execute("SET lock_configuration = true")
     con.register("runs_frame", runs_frame(listed))
     con.execute("CREATE VIEW runs AS SELECT * FROM runs_frame")
     for table in TABLES:
@@ -179,8 +182,11 @@ def _interruptible(con, work: Callable[[], T]) -> T:
         while not done.wait(0.1):
             pass
     except KeyboardInterrupt:
+        # until the call ends: an interrupt that lands before DuckDB has started the query
+        # (a busy machine may not have run the thread yet) does nothing, so say it again
         con.interrupt()
-        done.wait()
+        while not done.wait(0.05):
+            con.interrupt()
         raise
     if "error" in outcome:
         raise outcome["error"]
