@@ -64,7 +64,8 @@ def test_a_users_suite_fails_with_the_gates_table(clean, tmp_path):
 
 
 def test_gate_and_compare_results_read_as_tables(clean, tmp_path):
-    from rag_bench.analysis.compare import compare, gate
+    from rag_bench.analysis.compare import compare
+    from rag_bench.analysis.gate import gate
 
     runs = _degraded(clean, tmp_path)
     result = gate(runs, "worse", clean.run_id, {"recall@10": 0.02})

@@ -11,7 +11,6 @@ from rag_bench.cli.render import as_records, fit_line, render, to_json
 from rag_bench.evaluation.measures import canonical_names, headline_metrics, not_stored
 from rag_bench.evaluation.retrieval import RankingEvaluation
 from rag_bench.evaluation.summary import slice_means
-from rag_bench.runs.sql import with_means
 
 
 def evaluation_table(result: RankingEvaluation, per_query: bool) -> pd.DataFrame:
@@ -176,7 +175,15 @@ def runs_table(store, variant: str | None = None, dataset: str | None = None) ->
     chosen = {r.run_id for r in store.list(variant, dataset)}
     runs = store.runs_frame()
     headline = headline_metrics(brief=True)
-    runs = with_means(store.connect(), runs[runs["run_id"].isin(chosen)], headline)
+    runs = runs[runs["run_id"].isin(chosen)]
+    if not runs.empty:
+        from rag_bench.analysis.reads import metric_means
+
+        means = metric_means(store.connect(), headline)
+        wide = means.pivot(index="run_id", columns="metric", values="mean")
+        runs = runs.join(wide.reindex(columns=headline), on="run_id")
+    else:
+        runs = runs.assign(**{m: [] for m in headline})
     columns = [
         "run_id",
         "variant",
@@ -198,17 +205,9 @@ def runs_table(store, variant: str | None = None, dataset: str | None = None) ->
     return table.reset_index(drop=True).astype({"queries": "Int64"})
 
 
-def _slices(metrics: pd.DataFrame, queries: pd.DataFrame, slice_by: str) -> pd.DataFrame:
-    if slice_by == "category":
-        return metrics
-    labels = queries[["query_id", slice_by]]
-    if slice_by == "tag":
-        labels = queries[["query_id", "tags"]].explode("tags").rename(columns={"tags": "tag"})
-        labels["tag"] = labels["tag"].fillna("untagged")
-    return metrics.drop(columns=["category"]).merge(labels, on="query_id")
-
-
 def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
+    from rag_bench.analysis.slices import query_slices, sliced_rows
+
     frame = store.metrics([run.run_id])
     queries = store.queries([run.run_id])
     names = canonical_names(metrics) if metrics else headline_metrics(run.manifest.get("ks", [10]))
@@ -216,7 +215,10 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
     for name in names:
         if name not in known:
             raise not_stored("metric of this run", name, sorted(known))
-    table = slice_means(_slices(frame, queries, slice_by), names, slice_by)
+    frame = frame.drop(columns=["category"])
+    labels = query_slices(queries, slice_by)
+    sliced = sliced_rows(frame, labels, overall=False).rename(columns={"slice": slice_by})
+    table = slice_means(sliced, names, slice_by, overall=frame)
     if fmt == "json":
         return to_json({"manifest": run.manifest, "slices": as_records(table)})
     m = run.manifest

@@ -21,9 +21,9 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from rag_bench.errors import RagBenchError
+from rag_bench.errors import RagBenchError, first_line
 from rag_bench.io.pause import pause_point
-from rag_bench.runs.catalog import StoredRun, first_line
+from rag_bench.runs.catalog import StoredRun
 from rag_bench.runs.folder import RunsFolder
 from rag_bench.runs.layout import TABLES, RunLocation, view_schema
 
@@ -87,20 +87,6 @@ def runs_frame(runs: list[StoredRun]):
         }
         rows.append(row)
     return pd.DataFrame(rows, columns=list(RUNS_COLUMNS))
-
-
-def with_means(con, runs, metrics: list[str]):
-    """``runs`` (a frame of the ``runs`` view) with the mean of each of ``metrics`` per run
-    (over defined values) as columns, NULL where a run does not hold the metric."""
-    if runs.empty:
-        return runs.assign(**{m: [] for m in metrics})
-    means = con.execute(
-        "SELECT run_id, metric, avg(value) AS mean FROM metrics "
-        "WHERE list_contains(?, metric) GROUP BY ALL",
-        [list(metrics)],
-    ).df()
-    wide = means.pivot(index="run_id", columns="metric", values="mean")
-    return runs.join(wide.reindex(columns=metrics), on="run_id")
 
 
 def queries_run(manifest: dict) -> int | None:

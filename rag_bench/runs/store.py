@@ -41,7 +41,6 @@ from rag_bench.runs.sql import (
     run_sql,
     runs_frame,
     stream_sql,
-    with_means,
 )
 from rag_bench.runs.stale import clean_stale
 from rag_bench.runs.upgrade import upgrade_runs
@@ -70,7 +69,13 @@ class RunList(list):
 
         columns = ["run_id", "name", "variant", "dataset", "queries", "created_at"]
         frame = runs_frame(list(self))[columns]
-        return with_means(self.store.connect(list(self)), frame, headline_metrics(brief=True))
+        headline = headline_metrics(brief=True)
+        values = self.store.metrics(list(self)) if self else None
+        if values is None:
+            return frame.assign(**{m: [] for m in headline})
+        chosen = values[values["metric"].isin(headline)]
+        means = chosen.groupby(["run_id", "metric"])["value"].mean().unstack("metric")
+        return frame.join(means.reindex(columns=headline), on="run_id")
 
     def __repr__(self) -> str:
         return self.to_frame().to_string(index=False) if self else "RunList([])"

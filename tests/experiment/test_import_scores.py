@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
-from rag_bench.analysis.compare import compare, gate
+from rag_bench.analysis.compare import compare
+from rag_bench.analysis.gate import gate
 from rag_bench.data.dataset import load_dataset
 from rag_bench.experiment.importer import import_scores
 from rag_bench.runs import open_runs

@@ -55,7 +55,7 @@ def test_a_dataset_qualifier_picks_the_latest_run_on_that_dataset(two_datasets):
 
 def test_runs_shows_dataset_and_queries_and_filters_by_dataset(two_datasets, rag_bench):
     runs, ids = two_datasets
-    shown = rag_bench("runs", "--runs-dir", runs)
+    shown = rag_bench("runs", "--runs-dir", runs, "--wide")
     head = shown.stdout.splitlines()[0].split()
     assert head[:5] == ["run_id", "variant", "name", "dataset", "queries"]
     row = next(line for line in shown.stdout.splitlines() if ids["hybrid@arguana"] in line)
