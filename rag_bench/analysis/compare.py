@@ -12,7 +12,7 @@ import pandas as pd
 from rag_bench.analysis import shown
 from rag_bench.analysis.pairing import TIE, Pair, comparable_runs, paired_values
 from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows
-from rag_bench.analysis.slices import check_slice, query_slices
+from rag_bench.analysis.slices import check_slice, dataset_of, query_slices
 from rag_bench.errors import RagBenchError, UnknownNameError, check_number
 from rag_bench.evaluation.measures import improvement
 from rag_bench.evaluation.stats import (
@@ -179,7 +179,7 @@ def compare(
     chosen = chosen_metrics(con, metrics)
     values = metric_values(con, chosen)
     queries = query_rows(con, ["run_id", "query_id", "category", "tags", "failure_class"])
-    labels = query_slices(queries, slice_by, [runs[0].run_id])
+    labels = query_slices(queries, slice_by, [runs[0].run_id], dataset_of(runs[0]))
     pairs, n_paired = paired_values(values, queries, runs, chosen, labels)
     table = _table(pairs, test, alpha, resamples, seed)
     columns = list(COLUMNS)

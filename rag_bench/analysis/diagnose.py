@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.analysis.reads import query_rows, run_metric_values
-from rag_bench.analysis.slices import Labels, check_slice, query_slices, sliced_rows
+from rag_bench.analysis.slices import (
+    Labels,
+    check_slice,
+    dataset_of,
+    query_slices,
+    sliced_rows,
+)
 from rag_bench.errors import UsageError
 from rag_bench.runs import RunStore, StoredRun, open_runs
 
@@ -187,7 +193,7 @@ def diagnose_run(
     k, n = cutoffs(run)
     mine = symptoms_per_query(store, run, k, n)
     if against is None:
-        return _tabulate(mine, query_slices(mine.reset_index(), slice_by))
+        return _tabulate(mine, query_slices(mine.reset_index(), slice_by, None, dataset_of(run)))
     theirs = symptoms_per_query(store, against, k, n)
     shared = mine.index.intersection(theirs.index)
     if shared.empty:
@@ -196,7 +202,8 @@ def diagnose_run(
             "compare runs over the same dataset",
         )
     mine, theirs = mine.loc[shared], theirs.loc[shared]
-    labels = query_slices(mine.reset_index(), slice_by)  # both runs' queries sliced as the run's
+    # both runs' queries sliced as the run's
+    labels = query_slices(mine.reset_index(), slice_by, None, dataset_of(run))
     table = _tabulate(mine, labels)
     other = _tabulate(theirs, labels)
     table["n_against"] = other["n"].to_numpy()

@@ -189,9 +189,10 @@ slice_option = click.option(
     "slice_by",
     default="category",
     show_default=True,
-    type=click.Choice([*SLICES, NO_SLICES]),
     callback=_no_slices,
-    help="Group queries by (plus the overall slice 'all').",
+    help=f"Group queries by {', '.join(SLICES)}, any field of the query records (e.g. "
+    "difficulty), or id~REGEX (the ids matching, and the others); plus the overall slice "
+    "'all'. none: 'all' alone.",
 )
 
 

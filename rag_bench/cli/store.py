@@ -51,8 +51,8 @@ def runs_command(variant, dataset, upgrade, runs_dir, fmt):
     "slice_by",
     default="category",
     show_default=True,
-    type=click.Choice(SLICES),
-    help="Group queries by.",
+    help=f"Group queries by {', '.join(SLICES)}, any field of the query records (e.g. "
+    "difficulty) or id~REGEX (the ids matching, and the others).",
 )
 @click.option("--metrics", default=None, help="Comma-separated metric names.")
 @runs_dir_option()

@@ -206,7 +206,7 @@ def runs_table(store, variant: str | None = None, dataset: str | None = None) ->
 
 
 def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
-    from rag_bench.analysis.slices import query_slices, sliced_rows
+    from rag_bench.analysis.slices import dataset_of, query_slices, sliced_rows
 
     frame = store.metrics([run.run_id])
     queries = store.queries([run.run_id])
@@ -216,7 +216,7 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
         if name not in known:
             raise not_stored("metric of this run", name, sorted(known))
     frame = frame.drop(columns=["category"])
-    labels = query_slices(queries, slice_by)
+    labels = query_slices(queries, slice_by, None, dataset_of(run))
     sliced = sliced_rows(frame, labels, overall=False).rename(columns={"slice": slice_by})
     table = slice_means(sliced, names, slice_by, overall=frame)
     if fmt == "json":
