@@ -100,5 +100,5 @@ def test_explain_prints_every_rule_at_the_runs_cutoffs(runs, rag_bench):
     assert [r["symptom"] for r in rules] == [s.name for s in SYMPTOMS]
     assert rules[0]["rule"].startswith("recall@2 x relevant / min(2, relevant) < 0.5")
     assert "hit@3 = 1" in rules[1]["rule"]
-    text = rag_bench("diagnose", ref, "--runs-dir", runs, "--explain")
+    text = rag_bench("diagnose", ref, "--runs-dir", runs, "--explain", "--wide")
     assert "recall@2 x relevant" in text.stdout and "hit@3 = 1" in text.stdout
