@@ -7,12 +7,13 @@ records (``queries.jsonl``: ``difficulty``, ``source``, …; a list value puts t
 slice per element, a query without the field sits in :data:`NO_VALUE`), and ``id~REGEX`` puts
 the queries whose id matches the regular expression in one slice and the others in another.
 ``None`` slices nothing: every view then has the overall slice ``all`` alone, and so does a
-slicing whose one slice holds every query (a dataset without categories is not shown twice).
+dataset without categories (every query ``uncategorized``), rather than the same block twice.
 compare, gate, diagnose, the report and ``rag-bench show`` all read their slices here.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ import pandas as pd
 from rag_bench.analysis import SLICES
 from rag_bench.errors import UnknownNameError, UsageError
 from rag_bench.evaluation.summary import slice_order
+from rag_bench.model import UNCATEGORIZED
 
 ALL = "all"
 UNTAGGED = "untagged"
@@ -48,8 +50,11 @@ def check_slice(slice_by: str | None) -> str | None:
                 "e.g. --slice 'id~^q-nas-0'",
             ) from None
         return slice_by
-    if not FIELD.match(slice_by):
-        raise UnknownNameError("slice", slice_by, [*SLICES, "id~REGEX", "a query field's name"])
+    # a misspelt built-in slicing (tags for tag) or "none" (the library's no slices is None)
+    # is a mistake, not a field of the records
+    close = difflib.get_close_matches(slice_by, SLICES, n=1, cutoff=0.8)
+    if close or slice_by == "none" or not FIELD.match(slice_by):
+        raise UnknownNameError("slice", slice_by, list(SLICES), close=close or None)
     return slice_by
 
 
@@ -125,8 +130,8 @@ def slice_names(labels: Labels, query_ids=None) -> list[str]:
     order."""
     chosen = list(labels if query_ids is None else query_ids)
     names = slice_order({s for q in chosen for s in labels.get(q, [])})
-    if len(names) == 1 and all(labels.get(q) == names for q in chosen):
-        return [ALL]  # one slice holding every query is the overall slice again
+    if names == [UNCATEGORIZED] and all(labels.get(q) == names for q in chosen):
+        return [ALL]  # a dataset without categories: its one slice is the overall one again
     return [ALL, *names]
 
 

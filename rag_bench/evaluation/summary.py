@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rag_bench.model import UNCATEGORIZED
+
 CATEGORY_ORDER = ("literal", "paraphrase", "multi-hop", "unanswerable")
 
 
@@ -33,8 +35,8 @@ def slice_means(
     counts = metrics.groupby(by)["query_id"].nunique()
     counts.loc["all"] = overall["query_id"].nunique()
     slices = slice_order(str(s) for s in table.index if s != "all")
-    if len(slices) == 1 and counts.get(slices[0]) == counts["all"]:
-        slices = []  # one slice holding every query is the overall row again
+    if slices == [UNCATEGORIZED] and counts.get(UNCATEGORIZED) == counts["all"]:
+        slices = []  # a dataset without categories: its one slice is the overall row again
     order = ["all", *slices]
     table = table.reindex(index=order, columns=[n for n in names if n in table.columns])
     table.insert(0, "n", counts.reindex(table.index).astype(int))

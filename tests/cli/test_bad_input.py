@@ -492,8 +492,7 @@ CASES = [
         said="stored",
         stores=True,
         setup=_dataset(_only_unanswerable),
-        # one category holding every query: the overall row alone, with the refusal metrics
-        output=lambda text: "all       baseline  40" in text and "correct_refusal" in text,
+        output=lambda text: "unanswerable" in text and "correct_refusal" in text,
     ),
     case(
         "a dataset of answerable queries without judgements",
