@@ -21,6 +21,7 @@ _API = {
     "RankingEvaluation": "rag_bench.evaluation.retrieval:RankingEvaluation",
     "import_outputs": "rag_bench.experiment.importer:import_outputs",
     "evaluate_outputs": "rag_bench.experiment.importer:evaluate_outputs",
+    "import_scores": "rag_bench.experiment.importer:import_scores",
     "open_runs": "rag_bench.runs:open_runs",
     "compare": "rag_bench.analysis.compare:compare",
     "diff": "rag_bench.analysis.diff:diff",

@@ -1,10 +1,16 @@
-"""Helpers for a user's own test suite: fail a test when a RAG change regresses.
+"""Helpers for a user's own test suite, and the pytest plugin that offers them: fail a test
+when a RAG change regresses.
 
-from rag_bench.testing import assert_no_regression
+Installed with rag-bench, the plugin (entry point ``pytest11``) gives every test suite the
+fixture ``rag_bench_runs``, the run store of ``--rag-bench-runs DIR`` (else
+``$RAG_BENCH_RUNS_DIR``, else ``runs/``), and :func:`assert_no_regression`, whose failure
+message is the gate's table::
 
-def test_the_new_reranker_does_not_regress():
-    candidate = rag_bench.run("hybrid_rerank", tag="smoke")
-    assert_no_regression(candidate, "latest:hybrid_rerank", max_drop={"recall@10": 0.02})
+    from rag_bench.testing import assert_no_regression
+
+    def test_the_new_reranker_does_not_regress(rag_bench_runs):
+        candidate = rag_bench.run("hybrid_rerank", tier="smoke", runs_dir=str(rag_bench_runs))
+        assert_no_regression(candidate, "latest:hybrid_rerank+", max_drop={"recall@10": 0.02})
 """
 
 from __future__ import annotations
@@ -42,15 +48,7 @@ def assert_no_regression(
     )
     if result.passed:
         return
-    failed = result.rows[result.rows["verdict"] == "fail"]
-    lines = [
-        f"{row.metric}: {row.mean_a:.4f} -> {row.mean_b:.4f} ({row.reason})"
-        for row in failed.itertuples(index=False)
-    ]
-    raise AssertionError(
-        f"{_ref(candidate)} regressed from {_ref(baseline)}:\n  "
-        + "\n  ".join(lines + [f"warning: {w}" for w in result.warnings])
-    )
+    raise AssertionError(f"{_ref(candidate)} regressed from {_ref(baseline)}\n{result!r}")
 
 
 def _ref(run: Any) -> str:
@@ -60,3 +58,31 @@ def _ref(run: Any) -> str:
 def _store_of(run: Any):
     """The store a stored run came from (None, the default runs folder, for a reference)."""
     return getattr(run, "store", None)
+
+
+# --- the pytest plugin ---------------------------------------------------------------------
+
+
+def pytest_addoption(parser) -> None:
+    parser.getgroup("rag-bench").addoption(
+        "--rag-bench-runs",
+        metavar="DIR|URL",
+        default=None,
+        help="The runs folder of the rag_bench_runs fixture (default: $RAG_BENCH_RUNS_DIR "
+        "or runs/).",
+    )
+
+
+def _runs_store(request):
+    """The run store the tests read and gate against (see the module docstring)."""
+    from rag_bench.runs import open_runs
+
+    return open_runs(request.config.getoption("--rag-bench-runs", default=None))
+
+
+try:  # the fixture exists where pytest does; assert_no_regression needs no pytest
+    import pytest
+except ModuleNotFoundError:  # pragma: no cover - pytest is there whenever the plugin loads
+    pass
+else:
+    rag_bench_runs = pytest.fixture(name="rag_bench_runs")(_runs_store)

@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rag_bench.analysis import shown
 from rag_bench.analysis.pairing import TIE, Pair, comparable_runs, paired_values
 from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows, stored_metrics
-from rag_bench.analysis.slices import check_slice, query_slices
+from rag_bench.analysis.slices import check_slice, dataset_of, query_slices
 from rag_bench.errors import RagBenchError, UnknownNameError, check_number
 from rag_bench.evaluation.measures import improvement
 from rag_bench.evaluation.stats import (
@@ -60,6 +61,18 @@ class Comparison:
     pairs: list[Pair] = field(default_factory=list, repr=False)
     # what a reader must know before trusting the table (one line each)
     warnings: list[str] = field(default_factory=list)
+
+    def _view(self):
+        columns = [c for c in shown.COMPARISON_COLUMNS if c in self.rows.columns]
+        title = shown.comparison_title(self.rows, self.n_paired, self.test, self.alpha)
+        notes = [f"{m}: {v:g} in every query of every run" for m, v in self.constant.items()]
+        return title, self.rows[columns], notes
+
+    def __repr__(self) -> str:
+        return shown.text_view(*self._view())
+
+    def _repr_html_(self) -> str:
+        return shown.html_view(*self._view())
 
 
 def constant_metrics(values: pd.DataFrame) -> dict[str, float]:
@@ -170,7 +183,7 @@ def compare(
     chosen = chosen_metrics(con, metrics)
     values = metric_values(con, chosen)
     queries = query_rows(con, ["run_id", "query_id", "category", "tags", "failure_class"])
-    labels = query_slices(queries, slice_by, [runs[0].run_id])
+    labels = query_slices(queries, slice_by, [runs[0].run_id], dataset_of(runs[0]))
     pairs, n_paired = paired_values(values, queries, runs, chosen, labels)
     table = paired_table(pairs, test, alpha, resamples, seed)
     columns = list(COLUMNS)

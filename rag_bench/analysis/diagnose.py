@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.analysis.reads import query_rows, run_metric_values
-from rag_bench.analysis.slices import Labels, check_slice, query_slices, sliced_rows
+from rag_bench.analysis.slices import (
+    Labels,
+    check_slice,
+    dataset_of,
+    query_slices,
+    sliced_rows,
+)
 from rag_bench.errors import UsageError
 from rag_bench.runs import RunStore, StoredRun, open_runs
 
@@ -31,6 +37,7 @@ class Symptom:
     culprit: str
     fix: str
     test: Callable[[pd.DataFrame, int, int], pd.Series]  # per-query frame, k, N → bool/NaN
+    rule: str  # what ``test`` checks, in words ({k} and {n} are the cutoffs)
 
 
 def _where(defined: pd.Series, value: pd.Series) -> pd.Series:
@@ -38,18 +45,34 @@ def _where(defined: pd.Series, value: pd.Series) -> pd.Series:
     return value.astype(float).where(defined)
 
 
+LOW_RECALL = 0.5  # of the relevant documents the top k can hold
+
+
+def reachable_recall(q: pd.DataFrame, k: int) -> pd.Series:
+    """The relevant documents in the top k over those the top k can hold, min(k, relevant):
+    a query with 70 relevant documents has all it can at 5 of them in the top 5, where its
+    recall@5 is 0.07 (NaN where recall is undefined)."""
+    relevant = q["n_relevant"].astype(float)
+    found = q[f"recall@{k}"] * relevant
+    return found / np.minimum(k, relevant).where(relevant > 0)
+
+
 SYMPTOMS = (
     Symptom(
         "low recall@k",
         "chunker or retriever",
         "chunk boundaries, hybrid (sparse + dense) retrieval, query rewriting",
-        lambda q, k, n: _where(q[f"recall@{k}"].notna(), q[f"recall@{k}"] < 0.5),
+        lambda q, k, n: _where(q[f"recall@{k}"].notna(), reachable_recall(q, k) < LOW_RECALL),
+        "recall@{k} x relevant / min({k}, relevant) < "
+        f"{LOW_RECALL:g}: the top {{k}} holds under {LOW_RECALL:g} of the relevant documents "
+        "it has room for",
     ),
     Symptom(
         "relevant in the top N, not the top k",
         "reranker",
         "add or tune a reranker; give the generator more chunks",
         lambda q, k, n: _where(q[f"hit@{n}"].notna(), (q[f"hit@{n}"] == 1) & (q[f"hit@{k}"] == 0)),
+        "a relevant document in the top {n} (hit@{n} = 1) and none in the top {k} (hit@{k} = 0)",
     ),
     Symptom(
         "context holds the answer, answer wrong",
@@ -59,32 +82,48 @@ SYMPTOMS = (
             q[f"context_recall@{k}"].notna(),
             (q[f"context_recall@{k}"] == 1) & ~q["failure_class"].isin(GOOD),
         ),
+        "context_recall@{k} = 1 and a failure class other than " + " or ".join(GOOD),
     ),
     Symptom(
         "unsupported claims",
         "generator",
         "enforce citations or refuse; lower the temperature",
         lambda q, k, n: _where(q["faithfulness"].notna(), q["faithfulness"] < 1),
+        "faithfulness < 1 (a claim the judge found unsupported by the context)",
     ),
     Symptom(
         "answerable query refused",
         "generator (refusal threshold) or retriever",
         "loosen the refusal threshold (min_coverage); add context",
         lambda q, k, n: _where(q["over_refusal"].notna(), q["over_refusal"] == 1),
+        "over_refusal = 1 (an answerable query refused)",
     ),
     Symptom(
         "unanswerable query answered",
         "generator",
         "raise the refusal threshold; require support for every claim",
         lambda q, k, n: _where(q["answered_unanswerable"].notna(), q["answered_unanswerable"] == 1),
+        "answered_unanswerable = 1 (a should_refuse query answered)",
     ),
     Symptom(
         "citations to non-supporting documents",
         "generator",
         "cite per sentence; verify citations after generation",
         lambda q, k, n: _where(q["citation_precision"].notna(), q["citation_precision"] < 1),
+        "citation_precision < 1 (a cited document that does not support its claim)",
     ),
 )
+
+
+def diagnosis_rules(k: int, n: int) -> pd.DataFrame:
+    """The rule behind each symptom at the cutoffs k and N, in words: what ``--explain``
+    prints. A symptom counts only the queries where its metric is defined."""
+    return pd.DataFrame(
+        [
+            {"symptom": s.name, "rule": s.rule.format(k=k, n=n), "culprit": s.culprit}
+            for s in SYMPTOMS
+        ]
+    )
 
 
 def cutoffs(run: StoredRun) -> tuple[int, int]:
@@ -103,7 +142,9 @@ def symptoms_per_query(store: RunStore, run: StoredRun, k: int, n: int) -> pd.Da
     """One row per query of the run: its slices and one column per symptom (1, 0 or NaN)."""
     con = store.connect([run])
     values = run_metric_values(con, run.run_id)
-    queries = query_rows(con, ["query_id", "category", "tags", "failure_class"], run.run_id)
+    queries = query_rows(
+        con, ["query_id", "category", "tags", "failure_class", "n_relevant"], run.run_id
+    )
     wide = values.pivot(index="query_id", columns="metric", values="value")
     frame = queries.set_index("query_id").join(wide)
     needed = {f"recall@{k}", f"hit@{k}", f"hit@{n}", f"context_recall@{k}"}
@@ -153,7 +194,7 @@ def diagnose_run(
     k, n = cutoffs(run)
     mine = symptoms_per_query(store, run, k, n)
     if against is None:
-        return _tabulate(mine, query_slices(mine.reset_index(), slice_by))
+        return _tabulate(mine, query_slices(mine.reset_index(), slice_by, None, dataset_of(run)))
     theirs = symptoms_per_query(store, against, k, n)
     shared = mine.index.intersection(theirs.index)
     if shared.empty:
@@ -162,7 +203,8 @@ def diagnose_run(
             "compare runs over the same dataset",
         )
     mine, theirs = mine.loc[shared], theirs.loc[shared]
-    labels = query_slices(theirs.reset_index(), slice_by)  # both sliced as the baseline is
+    # both sliced as the baseline is
+    labels = query_slices(theirs.reset_index(), slice_by, None, dataset_of(against))
     table = _tabulate(mine, labels)
     other = _tabulate(theirs, labels)
     table["n_against"] = other["n"].to_numpy()

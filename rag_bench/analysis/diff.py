@@ -76,7 +76,7 @@ def diff(
             f"run {new.run_id} is compared with itself", "name another run with --against"
         )
     if not allow_mismatch:
-        same_dataset([old, new])
+        same_dataset([old, new], store)
     con = store.connect([old, new])
     available = stored_metrics(con)
     if metric not in available:

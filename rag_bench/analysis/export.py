@@ -5,8 +5,15 @@ trec_eval does not keep a run's order: it sorts each query's documents by score,
 and breaks ties by document id, descending. A pipeline's own ranking can hold tied scores in
 another order (and a reranked list need not be sorted by its first-stage scores), so the scores
 written are the stored ones, each lowered to just below its predecessor where it would
-otherwise tie with or exceed it (``math.nextafter``): every tool then reads the stored order,
-and the metrics it computes equal the stored ones.
+otherwise tie with or exceed it: every tool then reads the stored order, and the metrics it
+computes equal the stored ones. Some read scores at single precision (pytrec_eval, and
+ir_measures through it, parse them into 32-bit floats), where two scores one double ulp apart
+are one number again; so each written score is a 32-bit float (the stored score rounded to the
+nearest one), lowered by single-precision steps, and the order survives either reading.
+
+The export's queries are the run's: an unanswerable query (``should_refuse``) has a ranking
+and no relevant document, so trec_eval scores it 0 where the run leaves it undefined (see
+:func:`unanswerable_note`).
 """
 
 from __future__ import annotations
@@ -21,14 +28,31 @@ from rag_bench.pipeline import DOCUMENTS_STAGE
 
 
 def strictly_decreasing(scores: Iterable[float]) -> list[float]:
-    """The scores, each nudged below the one before it when it is not already lower."""
-    out: list[float] = []
+    """The scores as 32-bit floats (exact in 64 bits too), each lowered one single-precision
+    step below the one before it when it is not already lower."""
+    import numpy as np
+
+    out: list[np.float32] = []
     for score in scores:
-        value = float(score)
+        value = np.float32(score)
         if out and not value < out[-1]:
-            value = math.nextafter(out[-1], -math.inf)
+            value = np.nextafter(out[-1], np.float32(-math.inf))
         out.append(value)
-    return out
+    return [float(v) for v in out]
+
+
+def unanswerable_note(queries: pd.DataFrame) -> str | None:
+    """What a tool re-scoring the export should know: the ``should_refuse`` queries it holds,
+    which trec_eval scores 0 (judged, no relevant document) and the run leaves out of its
+    retrieval means (undefined, not zero); None when there are none."""
+    n = int(queries["should_refuse"].fillna(False).astype(bool).sum())
+    if not n:
+        return None
+    return (
+        f"{n} of the {len(queries)} queries are unanswerable (should_refuse): trec_eval, with "
+        "their judgements, scores them 0 and averages over all; the run leaves their retrieval "
+        f"metrics undefined and averages over the other {len(queries) - n}"
+    )
 
 
 def trec_lines(retrieved: pd.DataFrame, tag: str, stage: str = DOCUMENTS_STAGE) -> list[str]:

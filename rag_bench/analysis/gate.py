@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_bench.analysis import GATE_RULES
+from rag_bench.analysis import GATE_RULES, shown
 from rag_bench.analysis.compare import compare
 from rag_bench.analysis.pairing import TIE, Pair
 from rag_bench.errors import UnknownNameError, UsageError, check_number
@@ -23,6 +23,16 @@ class GateResult:
     passed: bool
     rows: pd.DataFrame  # metric, mean_a, mean_b, delta, allowed_drop, p_adjusted, n, mde, rule, ...
     warnings: list[str]
+
+    def _view(self) -> tuple[str, pd.DataFrame, list[str]]:
+        title = shown.gate_title(self.passed, self.rows)
+        return title, self.rows.drop(columns=["reason"]), shown.gate_notes(self.rows, self.warnings)
+
+    def __repr__(self) -> str:
+        return shown.text_view(*self._view())
+
+    def _repr_html_(self) -> str:
+        return shown.html_view(*self._view())
 
 
 def parse_drops(specs: Sequence[str]) -> dict[str, float]:

@@ -12,6 +12,7 @@ import pandas as pd
 from rag_bench.analysis.slices import Labels, in_slice, slice_names
 from rag_bench.errors import RagBenchError, UsageError
 from rag_bench.runs import RunStore, StoredRun
+from rag_bench.runs.catalog import reference_on
 
 TIE = 1e-12  # two values closer than this are a tie (neither a win nor a loss)
 
@@ -57,19 +58,39 @@ def comparable_runs(store: RunStore, refs: Sequence[str], allow_mismatch: bool) 
             "name two different runs",
         )
     if not allow_mismatch:
-        same_dataset(runs)
+        same_dataset(runs, store)
     return runs
 
 
-def same_dataset(runs: Sequence[StoredRun]) -> None:
+def same_dataset(runs: Sequence[StoredRun], store: RunStore | None = None) -> None:
     """Refuse runs made on different datasets: pairing their query ids would compare unrelated
-    queries (or none at all) without a word."""
-    if len({r.dataset_sha256 for r in runs}) > 1:
-        names = ", ".join(f"{r.run_id} ({r.manifest.get('dataset', {}).get('name')})" for r in runs)
-        raise RagBenchError(
-            f"the runs were made on different datasets: {names}",
-            "pass --allow-mismatch to pair the shared query ids anyway",
-        )
+    queries (or none at all) without a word. The hint names the references that would work:
+    each run's counterpart (``latest:<variant>@<dataset>``) on a dataset ``store`` holds them
+    all on."""
+    if len({r.dataset_sha256 for r in runs}) <= 1:
+        return
+    names = ", ".join(f"{r.run_id} ({r.dataset_name})" for r in runs)
+    datasets = list(dict.fromkeys(r.dataset_name or "" for r in runs))
+    working = [
+        " ".join(refs)
+        for refs in ([reference_on(r, d) for r in runs] for d in datasets)
+        if store is not None and all(_exists(store, ref) for ref in refs)
+    ]
+    hint = (
+        f"name runs on one dataset: {' or '.join(working)}"
+        if working
+        else f"name runs on one dataset, e.g. latest:{runs[0].variant}@{datasets[0]}; "
+        "`rag-bench runs --dataset NAME` lists them"
+    )
+    raise RagBenchError(f"the runs were made on different datasets: {names}", hint)
+
+
+def _exists(store: RunStore, ref: str) -> bool:
+    try:
+        store.get(ref)
+    except RagBenchError:
+        return False
+    return True
 
 
 def paired_values(

@@ -50,7 +50,9 @@ def chosen_metrics(con, metrics: Sequence[str] | None, required: Sequence[str] =
     ``required`` and of those asked for must be stored (else the error names the close ones)."""
     available = stored_metrics(con)
     chosen = canonical_names(metrics) if metrics else headline_metrics()
-    chosen = chosen if metrics else [m for m in chosen if m in available]
+    # by default the headline metrics the runs hold; runs of imported scores (ragas:…) hold
+    # none of them, and then every metric they hold is compared
+    chosen = chosen if metrics else [m for m in chosen if m in available] or available
     for name in [*required, *chosen]:
         if name not in available:
             raise not_stored("metric in these runs", name, available)

@@ -9,6 +9,7 @@ from rag_bench.cli.options import (
     FORMATS,
     REAL,
     WHOLE,
+    config_option,
     format_option,
     open_store,
     resampling_options,
@@ -24,18 +25,25 @@ from rag_bench.cli.options import (
 @click.argument("run")
 @click.option("--against", default=None, metavar="RUN", help="Pair with this run's symptoms.")
 @slice_option
+@click.option("--explain", is_flag=True, help="Also print the rule behind each symptom.")
 @runs_dir_option()
 @format_option(FORMATS)
-def diagnose_command(run, against, slice_by, runs_dir, fmt):
+def diagnose_command(run, against, slice_by, explain, runs_dir, fmt):
     """Which symptoms a run shows, per slice: count, share, likely culprit stage, what to try
     and example queries; with --against, which symptoms grew or shrank over the same queries."""
-    from rag_bench.analysis.diagnose import diagnose
-    from rag_bench.cli.render import render
+    from rag_bench.analysis.diagnose import cutoffs, diagnose, diagnosis_rules
+    from rag_bench.cli.render import as_records, render, to_json
 
     store = open_store(runs_dir)
     table = diagnose(store, run, against, slice_by)
+    rules = diagnosis_rules(*cutoffs(store.get(run))) if explain else None
+    if rules is not None and fmt == "json":
+        click.echo(to_json({"diagnosis": as_records(table), "rules": as_records(rules)}))
+        return
     # on a narrow terminal the counts behind the shares and the example ids go first
     click.echo(render(table, fmt, drop=("cleared", "appeared", "of", "n_against", "examples")))
+    if rules is not None:
+        click.echo("\n" + render(rules, fmt, wrap=("rule",)))
 
 
 @click.command("compare")
@@ -101,13 +109,12 @@ def diff_command(run, against, metric, top, allow_mismatch, runs_dir, fmt):
 
 
 @click.command("gate")
-@click.argument("candidate")
-@click.option("--baseline", required=True, help="The run the candidate must not regress from.")
+@click.argument("candidate", required=False)
+@click.option("--baseline", default=None, help="The run the candidate must not regress from.")
 @click.option(
     "--max-drop",
     "max_drops",
     multiple=True,
-    required=True,
     metavar="METRIC=AMOUNT",
     help="Largest tolerated drop, e.g. recall@10=0.02 (repeatable).",
 )
@@ -122,28 +129,67 @@ def diff_command(run, against, metric, top, allow_mismatch, runs_dir, fmt):
 @significance_options
 @seed_option
 @runs_dir_option()
+@config_option
 @format_option(FORMATS)
-def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
-    """Exit 1 when the candidate drops by more than allowed (for CI)."""
-    from rag_bench.analysis.gate import gate, parse_drops
+def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, config, fmt):
+    """Exit 1 when the candidate drops by more than allowed (for CI); with --config, every
+    gate of the experiment file (flags given here win over each gate's own)."""
+    from rag_bench.analysis.gate import gate
     from rag_bench.cli.views import gate_output
 
-    result = gate(
-        open_store(runs_dir),
-        candidate,
-        baseline,
-        parse_drops(max_drops),
-        test=test,
-        alpha=alpha,
-        seed=seed,
-        require=require,
-    )
-    for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    click.echo(gate_output(result, fmt))
-    click.echo("gate: " + ("passed" if result.passed else "FAILED"), err=True)
-    if not result.passed:
+    checks = _gates(click.get_current_context(), config, candidate, baseline, max_drops, require)
+    passed = True
+    for label, (cand, base, drops, rule), store in checks:
+        result = gate(store, cand, base, drops, test=test, alpha=alpha, seed=seed, require=rule)
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        click.echo(
+            (f"{label}: {cand} against {base}\n" if label else "") + gate_output(result, fmt)
+        )
+        passed = passed and result.passed
+    click.echo("gate: " + ("passed" if passed else "FAILED"), err=True)
+    if not passed:
         raise SystemExit(1)
+
+
+def _gates(ctx, config, candidate, baseline, max_drops, require) -> list:
+    """(label, (candidate, baseline, drops, rule), store) of each gate to check: the one the
+    flags name, or each of the experiment file's with the flags given winning."""
+    from rag_bench.analysis.gate import parse_drops
+    from rag_bench.cli.options import UserMistake
+    from rag_bench.errors import UsageError
+
+    runs_dir = ctx.params["runs_dir"]
+    if config is None:
+        if candidate is None or baseline is None or not max_drops:
+            raise UserMistake(
+                UsageError(
+                    "the gate needs a CANDIDATE, --baseline and --max-drop (or --config FILE)",
+                    "e.g. rag-bench gate latest:hybrid --baseline latest:baseline "
+                    "--max-drop recall@10=0.02",
+                )
+            )
+        return [("", (candidate, baseline, parse_drops(max_drops), require), open_store(runs_dir))]
+    from rag_bench.experiment.config import load_experiment
+
+    experiment = load_experiment(config)
+    if not experiment.gates:
+        raise UserMistake(UsageError(f"{config} names no gate", "add a [gate.<name>] table"))
+    given = ctx.get_parameter_source("require") == click.core.ParameterSource.COMMANDLINE
+    store = open_store(runs_dir or experiment.options.get("runs_dir"))
+    return [
+        (
+            entry.key,
+            (
+                candidate or entry.candidate,
+                baseline or entry.baseline,
+                parse_drops(max_drops) if max_drops else entry.max_drops,
+                require if given else entry.require,
+            ),
+            store,
+        )
+        for entry in experiment.gates
+    ]
 
 
 @click.command("report")

@@ -200,9 +200,10 @@ slice_option = click.option(
     "slice_by",
     default="category",
     show_default=True,
-    type=click.Choice([*SLICES, NO_SLICES]),
     callback=_no_slices,
-    help="Group queries by (plus the overall slice 'all').",
+    help=f"Group queries by {', '.join(SLICES)}, any field of the query records (e.g. "
+    "difficulty), or id~REGEX (the ids matching, and the others); plus the overall slice "
+    "'all'. none: 'all' alone.",
 )
 
 
@@ -220,3 +221,28 @@ def warn_broken(store) -> None:
         click.echo(f"warning: there is no runs folder {store} (nothing stored yet)", err=True)
     for problem in store.broken.values():
         click.echo(f"warning: skipped: {problem}", err=True)
+
+
+def drop_unknown_option():
+    """--drop-unknown, for the commands that read a dataset's qrels (and a system's outputs)."""
+    return click.option(
+        "--drop-unknown",
+        is_flag=True,
+        help="Leave out judgements naming documents or queries the dataset lacks (a published "
+        "set's qrels may), and retrieved documents outside the corpus; each is counted and named.",
+    )
+
+
+def warn_dataset(data) -> None:
+    """The dataset's warnings (a likely typo of a category, judgements dropped), on stderr."""
+    for warning in data.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+config_option = click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="An experiment file (rag-bench.toml) naming variants, overrides, sweeps, the tier "
+    "and gates; flags given here win over it.",
+)

@@ -8,15 +8,18 @@ from rag_bench.cli.options import (
     FORMATS,
     WHOLE,
     UserMistake,
+    config_option,
     cutoffs,
+    drop_unknown_option,
     format_option,
     open_store,
     progress,
     runs_dir_option,
     split_list,
+    warn_dataset,
 )
 from rag_bench.data import TIERS
-from rag_bench.errors import UsageError
+from rag_bench.errors import UnknownNameError, UsageError
 from rag_bench.pipeline.executors import EXECUTORS
 
 
@@ -91,6 +94,7 @@ from rag_bench.pipeline.executors import EXECUTORS
     "--seed", type=WHOLE, default=0, show_default=True, help="Seed for --sample and --perturb."
 )
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
+@drop_unknown_option()
 @click.option(
     "--executor",
     type=click.Choice(EXECUTORS),
@@ -109,6 +113,7 @@ from rag_bench.pipeline.executors import EXECUTORS
     default=None,
     help="Local: threads (default 1). Ray without --address: CPUs of the local instance.",
 )
+@config_option
 @format_option(FORMATS)
 def run_command(
     variants,
@@ -129,9 +134,11 @@ def run_command(
     perturb,
     seed,
     split,
+    drop_unknown,
     executor,
     address,
     workers,
+    config,
     fmt,
 ):
     """Run pipeline variants over a dataset and store every query's trace.
@@ -152,7 +159,7 @@ def run_command(
         raise SystemExit(interrupted_status(signals)) from None
     from rag_bench.cli.views import run_summary
 
-    if not sweeps:
+    if not sweeps or config:
         click.echo(run_summary(results, fmt))
     else:
         from rag_bench.analysis.compare import compare
@@ -215,9 +222,51 @@ def _run_or_resume(ctx: click.Context, results: list) -> None:
     p = ctx.params
     executor = make_executor(p["executor"], p["address"], p["workers"])
     try:
-        _run_with(ctx, results, executor)
+        if not p["config"]:
+            _run_with(ctx, results, executor)
+        for params in _config_runs(ctx) if p["config"] else []:
+            _run_with(ctx, results, executor, params)
     finally:
         executor.close()
+
+
+# the run options an experiment file may set; a flag on the command line wins over it
+CONFIG_OPTIONS = ("dataset", "tier", "tag", "sample", "seed", "ks", "depth", "split", "runs_dir")
+
+
+def _config_runs(ctx: click.Context) -> list[dict]:
+    """The parameters of each run an experiment file names (its variants, or those of them
+    --variant picks), flags winning over the file."""
+    from rag_bench.experiment.config import load_experiment
+
+    p = ctx.params
+    if p["resume"]:
+        raise UserMistake(UsageError("--config starts runs", "resume without --config"))
+    experiment = load_experiment(p["config"])
+    picked = split_list(p["variants"]) if p["variants"] else [v.key for v in experiment.variants]
+    known = [v.key for v in experiment.variants]
+    for key in picked:
+        if key not in known:
+            raise UserMistake(UnknownNameError(f"variant of {p['config']}", key, known))
+    given = {
+        name
+        for name in p
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    }
+    shared = {k: v for k, v in experiment.options.items() if k in CONFIG_OPTIONS}
+    base = {**p, **{k: v for k, v in shared.items() if k not in given}}
+    return [
+        {
+            **base,
+            "variants": entry.variant,
+            "overrides": (*entry.overrides, *p["overrides"]),
+            "sweeps": p["sweeps"] if "sweeps" in given else entry.sweeps,
+            "name": p["name"] if "name" in given else (None if entry.sweeps else entry.name),
+            "note": p["note"] if "note" in given else entry.note,
+        }
+        for entry in experiment.variants
+        if entry.key in picked
+    ]
 
 
 def _stored(result, results: list) -> None:
@@ -234,12 +283,12 @@ def _encoder_of(variant: str, overrides) -> str | None:
     return resolve(registry().variant(variant), overrides).get("encoder", {}).get("name")
 
 
-def _run_with(ctx: click.Context, results: list, executor) -> None:
+def _run_with(ctx: click.Context, results: list, executor, params: dict | None = None) -> None:
     from rag_bench.components.registry import ALL_VARIANTS, registry
     from rag_bench.data.dataset import load_dataset
     from rag_bench.experiment.runner import resume_run, run_variant
 
-    p = ctx.params
+    p = params if params is not None else ctx.params
     variants, overrides = p["variants"], p["overrides"]
     if variants is not None and not split_list(variants):
         raise UserMistake(
@@ -278,9 +327,8 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
         )
     all_of_them = variants.strip() == ALL_VARIANTS
     names = registry().variants_named(ALL_VARIANTS if all_of_them else split_list(variants))
-    data = load_dataset(p["dataset"], split=p["split"])
-    for warning in data.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    data = load_dataset(p["dataset"], split=p["split"], drop_unknown=p["drop_unknown"])
+    warn_dataset(data)
     selection = _selection(p)
     if p["name"] is not None and (len(names) > 1 or p["sweeps"]):
         raise UserMistake(

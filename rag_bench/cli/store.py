@@ -20,13 +20,18 @@ from rag_bench.errors import UsageError
 @click.command("runs")
 @click.option("--variant", default=None, help="Only runs of this variant.")
 @click.option(
+    "--dataset",
+    default=None,
+    help="Only runs on this dataset (its name, a unique prefix of it or of its sha256).",
+)
+@click.option(
     "--upgrade",
     is_flag=True,
     help="First rewrite runs stored in the first layout (runs/<run_id>/) into the current one.",
 )
 @runs_dir_option()
 @format_option(FORMATS)
-def runs_command(variant, upgrade, runs_dir, fmt):
+def runs_command(variant, dataset, upgrade, runs_dir, fmt):
     """List stored runs with their headline metrics."""
     from rag_bench.cli.render import render
     from rag_bench.cli.views import RUNS_HIDDEN_FIRST, runs_table
@@ -36,7 +41,7 @@ def runs_command(variant, upgrade, runs_dir, fmt):
         for run_id in store.upgrade():
             click.echo(f"upgraded run {run_id}", err=True)
     warn_broken(store)
-    click.echo(render(runs_table(store, variant), fmt, drop=RUNS_HIDDEN_FIRST))
+    click.echo(render(runs_table(store, variant, dataset), fmt, drop=RUNS_HIDDEN_FIRST))
 
 
 @click.command("show")
@@ -46,8 +51,8 @@ def runs_command(variant, upgrade, runs_dir, fmt):
     "slice_by",
     default="category",
     show_default=True,
-    type=click.Choice(SLICES),
-    help="Group queries by.",
+    help=f"Group queries by {', '.join(SLICES)}, any field of the query records (e.g. "
+    "difficulty) or id~REGEX (the ids matching, and the others).",
 )
 @click.option("--metrics", default=None, help="Comma-separated metric names.")
 @runs_dir_option()

@@ -26,13 +26,19 @@ def evaluation_table(result: RankingEvaluation, per_query: bool) -> pd.DataFrame
 
 def evaluation_output(result: RankingEvaluation, fmt: str, per_query: bool = False) -> str:
     if fmt == "json":
-        payload: dict = {"n_queries": result.n_queries, "means": result.means()}
+        payload: dict = {
+            "n_queries": result.n_queries,
+            "n_without_relevant": result.n_without_relevant,
+            "means": result.means(),
+        }
         if per_query:
             payload["per_query"] = as_records(result.per_query)
         return to_json(payload)
     text = render(evaluation_table(result, per_query), fmt)
     if fmt in ("table", "markdown"):
         text += f"\n\nqueries evaluated: {result.n_queries}"
+        note = result.convention_note()
+        text += f"\n{fit_line(note)}" if note else ""
     return text
 
 
@@ -204,15 +210,17 @@ def meta_levels(levels: dict) -> list[str]:
 
 
 # the columns a narrow terminal loses first (the run id carries the time it was made)
-RUNS_HIDDEN_FIRST = ("created_at", "duration_s", "status", "dataset", "n_queries", "customised")
+RUNS_HIDDEN_FIRST = ("created_at", "duration_s", "status", "customised")
 
 
-def runs_table(store, variant: str | None = None) -> pd.DataFrame:
-    """One row per run: id, variant, dataset, when, how long, status, headline means."""
+def runs_table(store, variant: str | None = None, dataset: str | None = None) -> pd.DataFrame:
+    """One row per run: id, variant, name, dataset and the queries it scored, what it was
+    made with, when, how long, status, headline means; optionally of one variant and on one
+    dataset (a name, a unique prefix of one or of its sha256)."""
+    chosen = {r.run_id for r in store.list(variant, dataset)}
     runs = store.runs_frame()
-    if variant:
-        runs = runs[runs["variant"] == variant]
     headline = headline_metrics(brief=True)
+    runs = runs[runs["run_id"].isin(chosen)]
     if not runs.empty:
         from rag_bench.analysis.reads import metric_means
 
@@ -225,9 +233,9 @@ def runs_table(store, variant: str | None = None) -> pd.DataFrame:
         "run_id",
         "variant",
         "name",
-        "customised",
         "dataset",
-        "n_queries",
+        "queries",
+        "customised",
         "created_at",
         "duration_s",
         "status",
@@ -239,11 +247,11 @@ def runs_table(store, variant: str | None = None) -> pd.DataFrame:
     )
     if len(broken):
         table = pd.concat([table, broken], ignore_index=True)
-    return table.reset_index(drop=True).astype({"n_queries": "Int64"})
+    return table.reset_index(drop=True).astype({"queries": "Int64"})
 
 
 def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
-    from rag_bench.analysis.slices import query_slices, sliced_rows
+    from rag_bench.analysis.slices import dataset_of, query_slices, sliced_rows
 
     frame = store.metrics([run.run_id])
     queries = store.queries([run.run_id])
@@ -253,7 +261,7 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
         if name not in known:
             raise not_stored("metric of this run", name, sorted(known))
     frame = frame.drop(columns=["category"])
-    labels = query_slices(queries, slice_by)
+    labels = query_slices(queries, slice_by, None, dataset_of(run))
     sliced = sliced_rows(frame, labels, overall=False).rename(columns={"slice": slice_by})
     table = slice_means(sliced, names, slice_by, overall=frame)
     if fmt == "json":

@@ -46,6 +46,9 @@ class Dataset:
     answers: dict[str, RecordedAnswer]
     sha256: str
     warnings: list[str] = field(default_factory=list)
+    # with ``drop_unknown``: the judgements left out, as {"query" | "document": [ids named]}
+    dropped: dict[str, list[str]] = field(default_factory=dict)
+    n_dropped: int = 0
 
     def categories(self) -> list[str]:
         return sorted({q.category for q in self.queries.values()})
@@ -147,23 +150,46 @@ def _line_of(path: Path, value: str) -> int | None:
     return None
 
 
-def _check_qrels(qrels: Qrels, path: Path, docs: dict, queries: dict) -> None:
-    # Unknown ids are errors, not warnings: a misspelt id silently changes every
-    # recall denominator, which is exactly what an evaluation must not do.
+def _check_qrels(
+    qrels: Qrels, path: Path, docs: dict, queries: dict, drop_unknown: bool = False
+) -> tuple[Qrels, dict[str, list[str]]]:
+    """The judgements, checked to name known queries and documents. Unknown ids are errors,
+    not warnings: a misspelt id silently changes every recall denominator, which is exactly
+    what an evaluation must not do. With ``drop_unknown`` (a published set whose qrels name
+    documents its corpus lacks) those judgements are left out instead, and named."""
+    dropped: dict[str, list[str]] = {}
     for column, known, kind, source in (
         ("query_id", queries, "query", "queries.jsonl"),
         ("doc_id", docs, "document", "corpus.jsonl"),
     ):
         ids = qrels.frame[column].cat.categories.astype(str)
         unknown = [i for i in ids if i not in known]
-        if unknown:
+        if unknown and drop_unknown:
+            dropped[kind] = sorted(unknown)
+            keep = ~qrels.frame[column].astype(str).isin(set(unknown)).to_numpy()
+            qrels = Qrels._from_frame(qrels.frame[keep], qrels.source)
+        elif unknown:
             raise DataError(
                 path,
                 f"{kind} id {unknown[0]!r} is not in {source}"
                 + (f" ({len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""),
-                f"correct the id or add the {kind} to {source}",
+                f"correct the id or add the {kind} to {source}, "
+                "or leave such judgements out with --drop-unknown",
                 _line_of(path, unknown[0]),
             )
+    return qrels, dropped
+
+
+def dropped_note(path: Path, n_dropped: int, dropped: dict[str, list[str]]) -> str:
+    """One line saying which judgements ``drop_unknown`` left out of ``path``."""
+    named = "; ".join(
+        f"{len(ids)} {kind} id{'s' if len(ids) > 1 else ''} not in "
+        f"{'corpus' if kind == 'document' else 'queries'}.jsonl: "
+        + ", ".join(ids[:5])
+        + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        for kind, ids in dropped.items()
+    )
+    return f"{path}: dropped {n_dropped} judgement{'s' if n_dropped != 1 else ''} ({named})"
 
 
 def _category_warnings(queries: dict[str, Query], path: Path, lines: dict[str, int]) -> list[str]:
@@ -226,10 +252,14 @@ def dataset_folder(path: str | Path | None = None) -> Path:
     )
 
 
-def load_dataset(path: str | Path | None = None, split: str = "test") -> Dataset:
+def load_dataset(
+    path: str | Path | None = None, split: str = "test", drop_unknown: bool = False
+) -> Dataset:
     """Load and validate a dataset (a folder, a shipped dataset's name, or None for the shipped
     kestrel-kb); the evaluated queries are those of ``split``'s qrels plus every
-    ``should_refuse`` query (which has no relevant document by definition)."""
+    ``should_refuse`` query (which has no relevant document by definition). A judgement
+    naming a query or document the dataset lacks is an error; with ``drop_unknown`` it is
+    left out, counted in ``n_dropped``, its ids in ``dropped`` and a warning."""
     folder = dataset_folder(path)
     docs = load_corpus(folder / "corpus.jsonl")
     queries_path = folder / "queries.jsonl"
@@ -238,7 +268,10 @@ def load_dataset(path: str | Path | None = None, split: str = "test") -> Dataset
     # unanswerable queries need no judgement: a dataset of them alone has qrels of a header line
     only_unanswerable = all(q.should_refuse for q in all_queries.values())
     qrels = load_qrels(qrels_path, allow_empty=only_unanswerable)
-    _check_qrels(qrels, qrels_path, docs, all_queries)
+    before = len(qrels)
+    qrels, dropped = _check_qrels(qrels, qrels_path, docs, all_queries, drop_unknown)
+    n_dropped = before - len(qrels)
+    notes = [dropped_note(qrels_path, n_dropped, dropped)] if dropped else []
     judged = set(qrels.frame["query_id"].cat.categories.astype(str))
     queries = {q: v for q, v in all_queries.items() if q in judged or v.should_refuse}
     answers_path = folder / "answers.jsonl"
@@ -253,5 +286,7 @@ def load_dataset(path: str | Path | None = None, split: str = "test") -> Dataset
         qrels=qrels,
         answers=answers,
         sha256=_digest(hashed),
-        warnings=_category_warnings(queries, queries_path, lines),
+        warnings=notes + _category_warnings(queries, queries_path, lines),
+        dropped=dropped,
+        n_dropped=n_dropped,
     )

@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,8 @@ class Outputs:
     answers: dict[str, RecordedAnswer]
     missing: tuple[str, ...]  # evaluated queries the file has no record for
     context_k: int | None
+    # with ``drop_unknown``: retrieved documents not in the corpus, and how often each was
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 def outputs_format(path: Path) -> str:
@@ -61,21 +63,26 @@ def outputs_format(path: Path) -> str:
     return kind
 
 
-def load_outputs(path: str | Path, docs: Mapping, queries: Mapping) -> Outputs:
-    """Read and check an outputs file against a dataset's documents and evaluated queries."""
+def load_outputs(
+    path: str | Path, docs: Mapping, queries: Mapping, drop_unknown: bool = False
+) -> Outputs:
+    """Read and check an outputs file against a dataset's documents and evaluated queries.
+    A retrieved document not in the corpus is an error; with ``drop_unknown`` (a production
+    index is often a superset of the evaluation corpus) it leaves the ranking, the documents
+    after it moving up a rank, and is counted in ``dropped``."""
     path = Path(path)
     if not path.is_file():
         raise DataError(path, "no such outputs file", "give the path of a .jsonl, .csv or .parquet")
-    return read_outputs(_records(path), path, docs, queries, _digest(path))
+    return read_outputs(_records(path), path, docs, queries, _digest(path), drop_unknown)
 
 
-def outputs_from(records, docs: Mapping, queries: Mapping) -> Outputs:
+def outputs_from(records, docs: Mapping, queries: Mapping, drop_unknown: bool = False) -> Outputs:
     """Outputs given in memory: a list of record dicts or a pandas DataFrame with one row per
     query (columns as in the file format); problems name the record's position (``row N``)."""
     rows = records.to_dict("records") if hasattr(records, "to_dict") else list(records)
     numbered = [(n, _without_missing(r)) for n, r in enumerate(rows, start=1)]
     digest = hashlib.sha256(json.dumps(rows, default=str, sort_keys=True).encode()).hexdigest()
-    return read_outputs(numbered, Path("<records>"), docs, queries, digest)
+    return read_outputs(numbered, Path("<records>"), docs, queries, digest, drop_unknown)
 
 
 def _without_missing(record: object) -> object:
@@ -92,16 +99,19 @@ def _without_missing(record: object) -> object:
     return out
 
 
-def read_outputs(records, path: Path, docs: Mapping, queries: Mapping, sha256: str) -> Outputs:
+def read_outputs(
+    records, path: Path, docs: Mapping, queries: Mapping, sha256: str, drop_unknown: bool = False
+) -> Outputs:
     """Check numbered records (line or row, record) against the dataset; ``path`` names them
     in errors."""
+    dropped: dict[str, int] | None = {} if drop_unknown else None
     answers: dict[str, RecordedAnswer] = {}
     lines: dict[str, int] = {}
     context_ks: dict[int | None, int] = {}
     for line, record in records:
         if not isinstance(record, dict):
             raise DataError(path, "a record is not an object", "give one mapping per query", line)
-        answer, context_k = _answer(record, docs, path, line)
+        answer, context_k = _answer(record, docs, path, line, dropped)
         if answer.query_id not in queries:
             raise DataError(
                 path,
@@ -132,7 +142,7 @@ def read_outputs(records, path: Path, docs: Mapping, queries: Mapping, sha256: s
         )
     _check_passages(answers, path, lines)
     missing = tuple(q for q in queries if q not in answers)
-    return Outputs(path, sha256, answers, missing, next(iter(context_ks)))
+    return Outputs(path, sha256, answers, missing, next(iter(context_ks)), dropped or {})
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict]]:
@@ -211,11 +221,16 @@ def _parquet_records(path: Path) -> Iterator[tuple[int, dict]]:
 
 
 def _answer(
-    record: dict, docs: Mapping, path: Path, line: int
+    record: dict, docs: Mapping, path: Path, line: int, dropped: dict[str, int] | None
 ) -> tuple[RecordedAnswer, int | None]:
     query_id = get(record, "query_id", str, path, line, required=True)
     retrieved = get(record, "retrieved", list, path, line, required=True)
     passages = [_passage(item, docs, path, line) for item in retrieved]
+    if dropped is not None:
+        for doc_id in (p[0] for p in passages if p[0] not in docs):
+            dropped[doc_id] = dropped.get(doc_id, 0) + 1
+        passages = [p for p in passages if p[0] in docs]
+    _check_known(passages, docs, path, line)
     context_k = get(record, "context_k", int, path, line)
     if context_k is not None and context_k < 1:
         raise DataError(path, f"context_k {context_k} is below 1", "give a positive count", line)
@@ -263,14 +278,18 @@ def _passage(item: object, docs: Mapping, path: Path, line: int):
             'list document ids, or objects {"doc_id": ..., "text": ...}',
             line,
         )
-    if doc_id not in docs:
+    return doc_id, text, chunk_id, None if score is None else float(score)
+
+
+def _check_known(passages: list, docs: Mapping, path: Path, line: int) -> None:
+    for doc_id in (p[0] for p in passages if p[0] not in docs):
         raise DataError(
             path,
             f"retrieved document {doc_id!r} is not in the dataset's corpus",
-            "correct the id, or evaluate on the dataset the system searched",
+            "correct the id, evaluate on the dataset the system searched, "
+            "or leave such documents out with --drop-unknown",
             line,
         )
-    return doc_id, text, chunk_id, None if score is None else float(score)
 
 
 def _chunk(passage, docs: Mapping) -> Chunk:

@@ -12,6 +12,7 @@ forms folded, every punctuation character removed, every Han character a token o
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -20,7 +21,6 @@ from collections.abc import Callable, Sequence
 from rag_bench.text.facts import key_facts
 from rag_bench.text.scripts import HAN, fold_width, has_han
 
-PUNCTUATION = frozenset(string.punctuation)
 ARTICLES = re.compile(r"\b(a|an|the)\b")
 HAN_OR_OTHER = re.compile(f"[{HAN}]|[^{HAN}]+")
 # An answer is partly right when it holds this share of the gold answer's words but not all of
@@ -28,20 +28,32 @@ HAN_OR_OTHER = re.compile(f"[{HAN}]|[^{HAN}]+")
 PARTIAL_WORDS = 0.5
 
 
+WITHOUT_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
 def normalize_answer(text: str) -> str:
-    """The official SQuAD v1.1 normalisation (for text without Han characters)."""
-    text = "".join(ch for ch in text.lower() if ch not in PUNCTUATION)
+    """The official SQuAD v1.1 normalisation (for text without Han characters): lower case,
+    punctuation removed (``str.translate``: what SQuAD's character filter does, at C speed),
+    articles dropped, white space collapsed."""
+    text = text.lower().translate(WITHOUT_PUNCTUATION)
     return " ".join(ARTICLES.sub(" ", text).split())
 
 
 def words(text: str) -> list[str]:
     """The tokens that exact match and F1 compare: SQuAD's for English, characters for Han."""
+    return list(_words(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _words(text: str) -> tuple[str, ...]:
+    """:func:`words`, kept for the passages met again and again (a chunk sits in the rankings
+    of many queries, and every cutoff asks whether it holds the gold answer)."""
     if not has_han(text):
-        return normalize_answer(text).split()
+        return tuple(normalize_answer(text).split())
     out: list[str] = []
     for word in re.sub(r"[^\w\s]", " ", fold_width(text).lower()).split():
         out.extend(HAN_OR_OTHER.findall(word) if has_han(word) else (word,))
-    return [w for w in out if w not in ("a", "an", "the")]
+    return tuple(w for w in out if w not in ("a", "an", "the"))
 
 
 def exact_match(prediction: str, gold: str) -> float:
@@ -65,8 +77,14 @@ def best_over(metric: Callable[[str, str], float], prediction: str, golds: Seque
 
 def contains(haystack: str, needle: str) -> bool:
     """Whether the normalised ``needle`` occurs as a whole word sequence in ``haystack``."""
-    n = words(needle)
-    return bool(n) and f" {' '.join(n)} " in f" {' '.join(words(haystack))} "
+    n = _words(needle)
+    return bool(n) and _spaced(needle) in _spaced(haystack)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _spaced(text: str) -> str:
+    """The words of ``text`` joined by single spaces, with a space before and after."""
+    return f" {' '.join(_words(text))} "
 
 
 def asked_facts(gold: str, question: str) -> list:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, TypeVar
 
+from rag_bench.data.scores import PEERS
 from rag_bench.errors import UnknownNameError, UsageError
 
 if TYPE_CHECKING:
@@ -299,11 +300,41 @@ def _spellings() -> dict[str, tuple[Family, bool]]:
     return out
 
 
+# --- scores imported from other tools: ``ragas:faithfulness``, ``deepeval:answer_relevancy`` ---
+
+IMPORTED = "imported"  # the group of scores imported from other tools (data.scores.PEERS)
+# the peers' scores where lower is better (DeepEval's hallucination, bias and toxicity)
+IMPORTED_LOWER = ("deepeval:hallucination", "deepeval:bias", "deepeval:toxicity")
+_IMPORTED_NAME = re.compile(rf"^(?:{'|'.join(PEERS)}):[a-z0-9][a-z0-9_.-]*$")
+
+
+def imported_family(name: str) -> Family:
+    """The catalogue entry of an imported score: no cutoff, higher better unless listed in
+    ``IMPORTED_LOWER``, defined wherever the tool gave a number."""
+    tool = name.partition(":")[0]
+    return Family(
+        name,
+        IMPORTED,
+        Cutoff.NONE,
+        f"{tool}'s own score, as its result file gives it",
+        better=Better.LOWER if name in IMPORTED_LOWER else Better.HIGHER,
+        scope=Scope.ALL,
+    )
+
+
 def parse_measure(name: str, groups: Iterable[str] | None = None) -> Measure:
     """Parse a metric name into its canonical measure: ``ndcg@10``, ``mrr``, but also trec_eval's
-    ``ndcg_cut_10`` / ``ndcg_cut.10`` and ir_measures' ``nDCG@10``. ``groups`` restricts the
-    families accepted (e.g. ``("ranking",)`` where only ranking metrics can be computed)."""
+    ``ndcg_cut_10`` / ``ndcg_cut.10`` and ir_measures' ``nDCG@10``; an imported score is
+    ``<tool>:<metric>``. ``groups`` restricts the families accepted (e.g. ``("ranking",)``
+    where only ranking metrics can be computed)."""
     text = str(name).strip()
+    if ":" in text and (groups is None or IMPORTED in set(groups)):
+        if not _IMPORTED_NAME.match(text):
+            raise UsageError(
+                f"metric {text!r} is no imported score's name",
+                f"write <tool>:<metric> with a tool of {', '.join(PEERS)}, e.g. ragas:faithfulness",
+            )
+        return Measure(text)
     head, sep, cutoff_text = text.partition("@")
     family = FAMILIES.get(head)
     if family is None:
@@ -397,7 +428,8 @@ def not_stored(kind: str, metric: str, stored: Sequence[str]) -> UnknownNameErro
 
 
 def family_of(metric: str) -> Family:
-    return FAMILIES[parse_measure(metric).family]
+    family = parse_measure(metric).family
+    return FAMILIES[family] if family in FAMILIES else imported_family(family)
 
 
 def lower_is_better(metric: str) -> bool:

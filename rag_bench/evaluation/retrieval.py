@@ -418,6 +418,20 @@ class RankingEvaluation:
     per_query: pd.DataFrame
     measures: tuple[Measure, ...]
     n_queries: int
+    # judged queries without a relevant document: scored 0 by trec_eval's convention (a
+    # pipeline run leaves an unanswerable query undefined instead)
+    n_without_relevant: int = 0
+
+    def convention_note(self) -> str | None:
+        """How the queries without a relevant document were counted (None when none)."""
+        n = self.n_without_relevant
+        if not n:
+            return None
+        return (
+            f"{n} of the {self.n_queries} queries have no relevant document: scored 0 and "
+            "counted in every mean (trec_eval's convention); rag-bench runs leave an "
+            "unanswerable query's retrieval metrics undefined instead"
+        )
 
     def means(self) -> dict[str, float]:
         means = self.per_query.groupby("metric", sort=False)["value"].mean()
@@ -460,7 +474,8 @@ def evaluate_run(
             "value": np.concatenate([values[m] for m in measures]) if measures else [],
         }
     )
-    return RankingEvaluation(per_query, tuple(measures), n)
+    without = int((np.asarray(judgements.num_rel) == 0).sum())
+    return RankingEvaluation(per_query, tuple(measures), n, without)
 
 
 def _as_measures(metrics) -> list[Measure]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rag_bench.model import UNCATEGORIZED
+
 CATEGORY_ORDER = ("literal", "paraphrase", "multi-hop", "unanswerable")
 
 
@@ -22,6 +24,8 @@ def slice_means(
     as in compare, then the slices in :func:`slice_order`. ``overall`` holds the rows of the
     ``all`` row when ``metrics`` has a row in several slices (default: ``metrics``)."""
     overall = metrics if overall is None else overall
+    if metrics.empty:  # no slice but the overall one
+        metrics = overall.assign(**{by: "all"})
     chosen = metrics[metrics["metric"].isin(list(names))]
     table = chosen.pivot_table(
         index=by, columns="metric", values="value", aggfunc="mean", dropna=False
@@ -30,7 +34,10 @@ def slice_means(
     table.loc["all"] = everything.groupby("metric")["value"].mean()
     counts = metrics.groupby(by)["query_id"].nunique()
     counts.loc["all"] = overall["query_id"].nunique()
-    order = ["all", *slice_order(str(s) for s in table.index if s != "all")]
+    slices = slice_order(str(s) for s in table.index if s != "all")
+    if slices == [UNCATEGORIZED] and counts.get(UNCATEGORIZED) == counts["all"]:
+        slices = []  # a dataset without categories: its one slice is the overall row again
+    order = ["all", *slices]
     table = table.reindex(index=order, columns=[n for n in names if n in table.columns])
     table.insert(0, "n", counts.reindex(table.index).astype(int))
     return table.reset_index().rename(columns={by: by})

@@ -166,6 +166,7 @@ def run_variant(
             "path": str(Path(data.path).resolve()),
             "sha256": data.sha256,
             "split": _split_of(data),
+            **dropped_record(data),
         },
         "ks": list(ks),
         "depth": depth,
@@ -484,7 +485,8 @@ def _resume_dataset(run_id: str, header: dict, dataset, split: str | None) -> Da
                 f"the dataset run {run_id} started on is no longer here",
                 "pass --dataset with the same data",
             )
-        data = load_dataset(path, split=split or recorded.get("split") or "test")
+        split = split or recorded.get("split") or "test"
+        data = load_dataset(path, split=split, drop_unknown="dropped" in recorded)
     if data.sha256 != recorded["sha256"]:
         raise UsageError(
             f"dataset {data.path} is not the data run {run_id} started on "
@@ -492,6 +494,13 @@ def _resume_dataset(run_id: str, header: dict, dataset, split: str | None) -> Da
             "resume with the same data (and --split), or start a new run without --resume",
         )
     return data
+
+
+def dropped_record(data: Dataset) -> dict:
+    """What the manifest says of judgements left out by ``drop_unknown`` (nothing if none)."""
+    if not data.n_dropped:
+        return {}
+    return {"dropped": {"judgements": data.n_dropped, **data.dropped}}
 
 
 def _manifest(
@@ -518,6 +527,7 @@ def _manifest(
             "sha256": data.sha256,
             "n_docs": len(data.docs),
             "n_queries": len(queries),
+            **dropped_record(data),
         },
         "selection": {**plan.selection.record(), "query_ids": [q.id for q in queries]},
         "ks": list(plan.ks),

@@ -22,7 +22,14 @@ from rag_bench.analysis.diagnose import cutoffs, diagnose_run
 from rag_bench.analysis.diff import diff, metric_cutoff
 from rag_bench.analysis.pairing import same_dataset
 from rag_bench.analysis.reads import Traces, chosen_metrics, load_traces, metric_values, query_rows
-from rag_bench.analysis.slices import Labels, check_slice, in_slice, query_slices, slice_names
+from rag_bench.analysis.slices import (
+    Labels,
+    check_slice,
+    dataset_of,
+    in_slice,
+    query_slices,
+    slice_names,
+)
 from rag_bench.errors import UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES
 from rag_bench.evaluation.measures import canonical
@@ -64,7 +71,7 @@ def _resolve(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list
     if repeated:
         raise UsageError(f"run {repeated[0]} is named twice", "name each run once")
     if not allow_mismatch:
-        same_dataset(runs)
+        same_dataset(runs, store)
     return runs
 
 
@@ -242,7 +249,8 @@ def report_data(
     ids = [r.run_id for r in runs]
     con = store.connect(runs)
     values, queries, chosen = _load(con, metric, metrics)
-    labels = query_slices(queries, slice_by, ids)  # each query's from the first run holding it
+    # each query's from the first run holding it
+    labels = query_slices(queries, slice_by, ids, dataset_of(runs[0]))
     undefined = undefined_metrics(values, runs, list(dict.fromkeys([*chosen, metric])))
     comparison = (
         compare(

@@ -58,6 +58,10 @@ class StoredRun:
         return self.manifest.get("dataset", {}).get("sha256")
 
     @property
+    def dataset_name(self) -> str | None:
+        return self.manifest.get("dataset", {}).get("name")
+
+    @property
     def created(self) -> tuple[str, str]:
         """The order of runs in time (ties broken by id)."""
         return (self.manifest.get("created_at", ""), self.run_id)
@@ -90,6 +94,91 @@ class Catalog:
     runs: list[StoredRun] = field(default_factory=list)
     broken: dict[str, RagBenchError] = field(default_factory=dict)
     removable: dict[str, RunLocation | Path] = field(default_factory=dict)
+
+
+def find_run(
+    runs: list[StoredRun], broken: dict[str, RagBenchError], ref: str, where: str
+) -> StoredRun:
+    """The run ``ref`` names among ``runs`` (of the folder ``where``): a full id, a name,
+    ``latest``, ``latest:<variant>`` (its latest run with the variant's defaults on every
+    query), ``latest:<variant>+`` (its latest run, however made) or a unique id prefix, each
+    optionally followed by ``@<dataset>`` (a dataset's name, a unique prefix of one, or of its
+    sha256) to look among the runs on that dataset only. A name given to several runs names
+    the latest of them."""
+    if ref in broken:
+        raise broken[ref]
+    if not runs:
+        raise RagBenchError(
+            f"no runs in {where}", "run `rag-bench run --variant …` first, or pass --runs-dir"
+        )
+    exact = [r for r in runs if r.run_id == ref] or [r for r in runs if r.name == ref]
+    if exact:
+        return max(exact, key=lambda r: r.created)
+    plain, at, dataset = ref.rpartition("@") if "@" in ref else (ref, "", "")
+    if at:
+        runs, where = on_dataset(runs, dataset, where), f"{where} on dataset {dataset!r}"
+    if plain == "latest" or plain.startswith("latest:"):
+        return _latest(runs, plain.partition(":")[2], where, at + dataset)
+    exact = [r for r in runs if r.run_id == plain] or [r for r in runs if r.name == plain]
+    if exact:
+        return max(exact, key=lambda r: r.created)
+    matching = [r for r in runs if r.run_id.startswith(plain)]
+    if len(matching) == 1:
+        return matching[0]
+    if not matching:
+        raise RagBenchError(f"no run {ref!r} in {where}", "list the runs with `rag-bench runs`")
+    names = ", ".join(r.run_id for r in matching[:10])
+    raise RagBenchError(f"run id prefix {plain!r} is ambiguous: {names}", "give more of the id")
+
+
+def on_dataset(runs: list[StoredRun], dataset: str, where: str) -> list[StoredRun]:
+    """The runs made on ``dataset``: its name exactly, else the one dataset whose name (or
+    sha256) starts with it."""
+    names = sorted({r.dataset_name or "?" for r in runs})
+    exact = [r for r in runs if r.dataset_name == dataset]
+    if exact or not dataset:
+        return exact
+    by_name = {r.dataset_name for r in runs if (r.dataset_name or "").startswith(dataset)}
+    by_sha = {r.dataset_sha256 for r in runs if (r.dataset_sha256 or "").startswith(dataset)}
+    if len(by_name) == 1:
+        return [r for r in runs if r.dataset_name in by_name]
+    if len(by_sha) == 1 and len(dataset) >= 6:
+        return [r for r in runs if r.dataset_sha256 in by_sha]
+    if len(by_name) > 1:
+        raise RagBenchError(
+            f"dataset {dataset!r} is ambiguous in {where}: "
+            f"{', '.join(sorted(n for n in by_name if n))}",
+            "give more of the dataset's name",
+        )
+    raise RagBenchError(
+        f"no run on dataset {dataset!r} in {where}", f"stored datasets: {', '.join(names)}"
+    )
+
+
+def _latest(runs: list[StoredRun], variant: str, where: str, qualifier: str) -> StoredRun:
+    any_kind = variant.endswith("+")
+    variant = variant.removesuffix("+")
+    matching = [r for r in runs if not variant or r.variant == variant]
+    if not matching:
+        stored = ", ".join(sorted({r.variant for r in runs})) or "none"
+        raise RagBenchError(
+            f"no run of variant {variant!r} in {where}", f"stored variants: {stored}"
+        )
+    chosen = matching if any_kind or not variant else [r for r in matching if not r.customised]
+    if not chosen:
+        newest = max(matching, key=lambda r: r.created)
+        raise RagBenchError(
+            f"no run of variant {variant!r} with its defaults on every query in {where} "
+            f"(the latest, {newest.run_id}, has {', '.join(newest.customised)})",
+            f"name it by id or name, or take the latest of any kind: latest:{variant}+{qualifier}",
+        )
+    return max(chosen, key=lambda r: r.created)
+
+
+def reference_on(run: StoredRun, dataset: str) -> str:
+    """The reference to ``run``'s counterpart on ``dataset``: ``latest:<variant>@<dataset>``
+    (with ``+`` when ``run`` departs from its variant's defaults)."""
+    return f"latest:{run.variant}{'+' if run.customised else ''}@{dataset}"
 
 
 def scan(folder: RunsFolder, upgrade_hint: str) -> Catalog:

@@ -47,6 +47,7 @@ RUNS_COLUMNS = (
     "dataset",
     "dataset_sha256",
     "n_queries",
+    "queries",
     "created_at",
     "duration_s",
     "status",
@@ -75,6 +76,7 @@ def runs_frame(runs: list[StoredRun]):
             "dataset": dataset.get("name"),
             "dataset_sha256": dataset.get("sha256"),
             "n_queries": dataset.get("n_queries"),
+            "queries": queries_run(m),
             "created_at": m.get("created_at"),
             "duration_s": m.get("duration_s"),
             "status": m.get("status"),
@@ -88,6 +90,15 @@ def runs_frame(runs: list[StoredRun]):
     return pd.DataFrame(rows, columns=list(RUNS_COLUMNS))
 
 
+def queries_run(manifest: dict) -> int | None:
+    """How many queries a run scored: its selection's, else every query of its dataset."""
+    selection = manifest.get("selection")
+    chosen = selection.get("query_ids") if isinstance(selection, dict) else None
+    if isinstance(chosen, list):
+        return len(chosen)
+    return manifest.get("dataset", {}).get("n_queries")
+
+
 def connect(
     folder: RunsFolder, listed: list[StoredRun], chosen: list[StoredRun], allow_files: bool
 ):
@@ -95,9 +106,12 @@ def connect(
     over ``chosen``; it reads no file at all unless ``allow_files``, and writes none."""
     import duckdb
 
+    # DuckDB draws a progress bar on stdout for a query past 2 s: a library's output is its
+    # caller's (a notebook cell, a child process's stdout), never a bar
     config: dict[str, str | bool | int | float | list[str]] = {
         **SEALED,
         "enable_external_access": allow_files,
+        "enable_progress_bar": False,
         "lock_configuration": True,
     }
     con = duckdb.connect(config=config)
@@ -159,8 +173,11 @@ def _interruptible(con, work: Callable[[], T]) -> T:
         while not done.wait(0.1):
             pass
     except KeyboardInterrupt:
+        # until the call ends: an interrupt that lands before DuckDB has started the query
+        # (a busy machine may not have run the thread yet) does nothing, so say it again
         con.interrupt()
-        done.wait()
+        while not done.wait(0.05):
+            con.interrupt()
         raise
     if "error" in outcome:
         raise outcome["error"]

@@ -21,13 +21,28 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
-from rag_bench.runs.catalog import Catalog, StoredRun, is_stored, partitions, read_table, scan
+from rag_bench.runs.catalog import (
+    Catalog,
+    StoredRun,
+    find_run,
+    is_stored,
+    on_dataset,
+    partitions,
+    read_table,
+    scan,
+)
 from rag_bench.runs.checkpoint import Checkpoint, find_checkpoint
 from rag_bench.runs.commit import ensure_folder, remove_run, write_error, write_run
 from rag_bench.runs.folder import RunsFolder, bookkept_folder, runs_folder
 from rag_bench.runs.ids import Locks, new_run_id
 from rag_bench.runs.layout import CHECKPOINT, TABLES, partial_name, view_schema
-from rag_bench.runs.sql import connect, describe, run_sql, runs_frame, stream_sql
+from rag_bench.runs.sql import (
+    connect,
+    describe,
+    run_sql,
+    runs_frame,
+    stream_sql,
+)
 from rag_bench.runs.stale import clean_stale
 from rag_bench.runs.upgrade import upgrade_runs
 
@@ -39,6 +54,35 @@ def open_runs(path_or_url: str | Path | RunStore | None = None) -> RunStore:
     if isinstance(path_or_url, RunStore):
         return path_or_url
     return RunStore(runs_folder(path_or_url))
+
+
+class RunList(list):
+    """Stored runs (a list of :class:`StoredRun`) that read as a table: ``to_frame()`` gives
+    one row per run (id, name, variant, dataset, queries scored, headline means), and so do
+    ``repr`` and a notebook's ``_repr_html_``."""
+
+    def __init__(self, runs, store: RunStore):
+        super().__init__(runs)
+        self.store = store
+
+    def to_frame(self):
+        from rag_bench.evaluation.measures import headline_metrics
+
+        columns = ["run_id", "name", "variant", "dataset", "queries", "created_at"]
+        frame = runs_frame(list(self))[columns]
+        headline = headline_metrics(brief=True)
+        values = self.store.metrics(list(self)) if self else None
+        if values is None:
+            return frame.assign(**{m: [] for m in headline})
+        chosen = values[values["metric"].isin(headline)]
+        means = chosen.groupby(["run_id", "metric"])["value"].mean().unstack("metric")
+        return frame.join(means.reindex(columns=headline), on="run_id")
+
+    def __repr__(self) -> str:
+        return self.to_frame().to_string(index=False) if self else "RunList([])"
+
+    def _repr_html_(self) -> str:
+        return self.to_frame().to_html(index=False)
 
 
 class RunStore:
@@ -97,52 +141,17 @@ class RunStore:
         """The runs that cannot be read, by id, with the reason (each is still removable)."""
         return self._read().broken
 
-    def list(self, variant: str | None = None) -> list[StoredRun]:
-        """The readable runs (oldest id first), optionally of one variant."""
-        return [r for r in self._read().runs if variant is None or r.variant == variant]
-
     def get(self, ref: str) -> StoredRun:
-        """A run by full id, name, ``latest``, ``latest:<variant>`` (its latest run with the
-        variant's defaults on every query), ``latest:<variant>+`` (its latest run, however
-        made) or a unique id prefix. A name given to several runs names the latest of them."""
-        runs, broken = self._read().runs, self._read().broken
-        if ref in broken:
-            raise broken[ref]
-        if not runs:
-            raise RagBenchError(
-                f"no runs in {self}", "run `rag-bench run --variant …` first, or pass --runs-dir"
-            )
-        exact = [r for r in runs if r.run_id == ref] or [r for r in runs if r.name == ref]
-        if exact:
-            return max(exact, key=lambda r: r.created)
-        if ref == "latest" or ref.startswith("latest:"):
-            return self._latest(ref.partition(":")[2])
-        matching = [r for r in runs if r.run_id.startswith(ref)]
-        if len(matching) == 1:
-            return matching[0]
-        if not matching:
-            raise RagBenchError(f"no run {ref!r} in {self}", "list the runs with `rag-bench runs`")
-        names = ", ".join(r.run_id for r in matching[:10])
-        raise RagBenchError(f"run id prefix {ref!r} is ambiguous: {names}", "give more of the id")
+        """A run by reference; see :func:`rag_bench.runs.catalog.find_run` (an id, a name,
+        ``latest``, ``latest:<variant>``, ``latest:<variant>+`` or an id prefix, each with an
+        optional ``@<dataset>``)."""
+        return find_run(self._read().runs, self._read().broken, ref, str(self))
 
-    def _latest(self, variant: str) -> StoredRun:
-        any_kind = variant.endswith("+")
-        variant = variant.removesuffix("+")
-        matching = self.list(variant or None)
-        if not matching:
-            stored = ", ".join(sorted({r.variant for r in self.list()}))
-            raise RagBenchError(
-                f"no run of variant {variant!r} in {self}", f"stored variants: {stored}"
-            )
-        chosen = matching if any_kind or not variant else [r for r in matching if not r.customised]
-        if not chosen:
-            newest = max(matching, key=lambda r: r.created)
-            raise RagBenchError(
-                f"no run of variant {variant!r} with its defaults on every query in {self} "
-                f"(the latest, {newest.run_id}, has {', '.join(newest.customised)})",
-                f"name it by id or name, or take the latest of any kind: latest:{variant}+",
-            )
-        return max(chosen, key=lambda r: r.created)
+    def list(self, variant: str | None = None, dataset: str | None = None) -> RunList:
+        """The readable runs (oldest id first), optionally of one variant and on one dataset
+        (its name, a unique prefix of it or of its sha256)."""
+        runs = [r for r in self._read().runs if variant is None or r.variant == variant]
+        return RunList(runs if dataset is None else on_dataset(runs, dataset, str(self)), self)
 
     def resolve(self, ref: str, include_broken: bool = False) -> str:
         """The full id ``ref`` names; with ``include_broken`` also an unreadable run's."""

@@ -65,3 +65,40 @@ def test_against_pairs_the_same_queries(runs, rag_bench):
 def test_an_unknown_run_is_one_line(runs, rag_bench):
     out = rag_bench("diagnose", "nope", "--runs-dir", runs)
     assert out.exit_code != 0 and "Traceback" not in out.stderr
+
+
+def test_low_recall_is_judged_against_what_the_top_k_can_hold():
+    import numpy as np
+    import pandas as pd
+
+    from rag_bench.analysis.diagnose import SYMPTOMS
+
+    low_recall = next(s for s in SYMPTOMS if s.name == "low recall@k")
+    # (relevant documents, of them in the top 5): 70 with 5 found is all the top 5 can hold;
+    # 10 with 2 found is 2 of 5 places; 4 with 1 is 1 of 4; 2 with 1 is half; an unanswerable
+    # query (no relevant document) has no recall to judge
+    cases = [(70, 5), (10, 2), (4, 1), (2, 1), (1, 1), (0, None)]
+    frame = pd.DataFrame(
+        {
+            "n_relevant": [n for n, _ in cases],
+            "recall@5": [np.nan if f is None else f / n for n, f in cases],
+        }
+    )
+    flagged = low_recall.test(frame, 5, 100)
+    assert flagged.iloc[:5].tolist() == [0.0, 1.0, 1.0, 0.0, 0.0]
+    assert np.isnan(flagged.iloc[5])
+
+
+def test_explain_prints_every_rule_at_the_runs_cutoffs(runs, rag_bench):
+    from rag_bench.analysis.diagnose import SYMPTOMS
+
+    store = open_runs(runs)
+    ref = store.list()[0].run_id
+    out = rag_bench("diagnose", ref, "--runs-dir", runs, "--explain", "--format", "json")
+    assert out.exit_code == 0, out.stderr
+    rules = json.loads(out.stdout)["rules"]
+    assert [r["symptom"] for r in rules] == [s.name for s in SYMPTOMS]
+    assert rules[0]["rule"].startswith("recall@2 x relevant / min(2, relevant) < 0.5")
+    assert "hit@3 = 1" in rules[1]["rule"]
+    text = rag_bench("diagnose", ref, "--runs-dir", runs, "--explain", "--wide")
+    assert "recall@2 x relevant" in text.stdout and "hit@3 = 1" in text.stdout

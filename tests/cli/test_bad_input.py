@@ -469,7 +469,7 @@ CASES = [
         "{other}",
         "--runs-dir",
         "{runs}",
-        ["the runs were made on different datasets", "seed-example", "--allow-mismatch"],
+        ["the runs were made on different datasets", "seed-example", "name runs on one dataset"],
     ),
     case(
         "compare across datasets",
@@ -478,7 +478,7 @@ CASES = [
         "{other}",
         "--runs-dir",
         "{runs}",
-        ["the runs were made on different datasets", "--allow-mismatch"],
+        ["the runs were made on different datasets", "name runs on one dataset"],
     ),
     case(
         "report -o into _manifests/",

@@ -11,7 +11,7 @@ import sys
 import pytest
 from processes import COMMAND
 
-from conftest import DOCUMENTS, SHIPPED, assert_one_line_error, require
+from conftest import DOCUMENTS, ROOT, SHIPPED, assert_one_line_error, require
 from rag_bench.components.base import Capability, declared
 from rag_bench.components.registry import registry, resolve
 from rag_bench.data.dataset import load_dataset

@@ -211,5 +211,5 @@ def test_assert_no_regression_passes_and_fails_with_a_readable_message(stored):
     with pytest.raises(AssertionError) as failure:
         assert_no_regression(worse.run_id, run_id, {"recall@10": 0.02}, runs_dir=runs)
     message = str(failure.value)
-    assert message.startswith(f"{worse.run_id} regressed from {run_id}:")
-    assert "\n  recall@10: " in message and "worsened by" in message
+    assert message.startswith(f"{worse.run_id} regressed from {run_id}\ngate FAILED: 1 of 1")
+    assert "\nrecall@10: fail, " in message and "worsened by" in message

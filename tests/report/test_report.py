@@ -578,7 +578,7 @@ def test_runs_of_two_versions_of_a_dataset_report_side_by_side_only_when_allowed
     first = run_variant("recorded", source, runs_dir=runs)
     second = run_variant("recorded", edited, runs_dir=runs)
     refs = [first.run_id, second.run_id]
-    with pytest.raises(Exception, match="pass --allow-mismatch"):
+    with pytest.raises(Exception, match="name runs on one dataset"):
         report(open_runs(runs), refs, resamples=50)
     page = report(open_runs(runs), refs, resamples=50, allow_mismatch=True)
     assert '<h2 id="changed">' in page

@@ -245,7 +245,7 @@ def test_compare_refuses_itself_and_other_datasets(rag_bench, store, tmp_path):
     assert_one_line_error(
         rag_bench("compare", ids["baseline"], other, "--runs-dir", runs),
         "different datasets",
-        "--allow-mismatch",
+        "latest:baseline@kestrel-kb",
     )
 
 

@@ -20,8 +20,13 @@ from runs_helpers import fingerprint, table_file
 from rag_bench.errors import RagBenchError
 from rag_bench.runs import open_runs
 
-SETTINGS = ("enable_external_access", "lock_configuration", "autoload_known_extensions")
-SEALED = (False, True, False)
+SETTINGS = (
+    "enable_external_access",
+    "lock_configuration",
+    "autoload_known_extensions",
+    "enable_progress_bar",  # never drawn on the caller's stdout
+)
+SEALED = (False, True, False, False)
 
 STATEMENTS = {
     "select": "SELECT count(*) FROM metrics",
@@ -187,6 +192,7 @@ INTERRUPTED = """
 import sys
 from rag_bench.runs import open_runs
 store = open_runs(sys.argv[1])
+store.sql("SELECT 1 AS one")  # imports and the catalog read: a Ctrl-C lands in the query below
 print("running", flush=True)
 try:
     store.sql("SELECT sum(hash(i) % 7) AS s FROM range(100000000000) t(i)")
