@@ -56,6 +56,17 @@ class Chunk:
         return with_title(self.title, self.text)
 
 
+class Context(list):
+    """A query's final chunk ranking, best first, as the generator gets it: a list of
+    :class:`Chunk` with ``evidence``, the ranking before any reranker (the fusion stage's, else
+    the retriever's; the list itself without a reranker). A generator that decides whether to
+    answer on ``evidence`` cannot have that decision changed by a reranker's order or scale."""
+
+    def __init__(self, chunks=(), evidence=None):
+        super().__init__(chunks)
+        self.evidence = self if evidence is None else list(evidence)
+
+
 @dataclass(frozen=True)
 class Hits:
     """One query's ranked chunks: positions into the chunk list, and their scores."""
