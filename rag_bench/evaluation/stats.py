@@ -207,3 +207,17 @@ def queries_needed(
         return None
     z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
     return max(2, int(np.ceil((z * d.std(ddof=1) / abs(effect)) ** 2)))
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation: Pearson's r of the two samples' ranks, tied values at their
+    average rank; NaN with fewer than 3 pairs or when either sample is constant."""
+    from scipy.stats import rankdata
+
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if len(a) != len(b):
+        raise ValueError(f"spearman of {len(a)} and {len(b)} values")
+    if len(a) < 3 or np.all(a == a[0]) or np.all(b == b[0]):
+        return float("nan")
+    ra, rb = rankdata(a) - (len(a) + 1) / 2, rankdata(b) - (len(b) + 1) / 2
+    return float((ra * rb).sum() / np.sqrt((ra * ra).sum() * (rb * rb).sum()))

@@ -56,6 +56,7 @@ class ReportData:
     diagnosis: pd.DataFrame | None  # diagnose's table of the last run (against the first)
     diagnosis_note: str  # why there is no diagnosis, when there is none
     manifests: pd.DataFrame  # field, one column per run label, differs
+    lengths: pd.DataFrame  # run_id, query_id, length, faithfulness (both defined)
     resamples: int
     seed: int
 
@@ -225,6 +226,21 @@ def failure_breakdown(
     return pd.DataFrame(rows, columns=["run_id", "slice", "failure_class", "n", "share"])
 
 
+def length_pairs(store: RunStore, runs: list[StoredRun]) -> pd.DataFrame:
+    """Per run, the queries with both ``answer_length`` and ``faithfulness`` defined (runs made
+    before answer_length existed have none)."""
+    metrics = store.metrics([r.run_id for r in runs])
+    wanted = metrics[metrics["metric"].isin(["answer_length", "faithfulness"])]
+    wide = wanted.pivot_table(
+        index=["run_id", "query_id"], columns="metric", values="value", aggfunc="mean"
+    )
+    columns = ["run_id", "query_id", "length", "faithfulness"]
+    if not {"answer_length", "faithfulness"} <= set(wide.columns):
+        return pd.DataFrame(columns=columns)
+    both = wide.dropna(subset=["answer_length", "faithfulness"]).reset_index()
+    return both.rename(columns={"answer_length": "length"})[columns]
+
+
 def _diagnosis(store: RunStore, runs: list[StoredRun], slice_by: str | None):
     """diagnose's table of the last run against the first, or why there is none."""
     last = runs[-1]
@@ -308,6 +324,7 @@ def report_data(
         diagnosis=diagnosis,
         diagnosis_note=note,
         manifests=manifest_table(runs, shown),
+        lengths=length_pairs(store, runs),
         resamples=resamples,
         seed=seed,
     )
