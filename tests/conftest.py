@@ -9,8 +9,9 @@ from rag_bench.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the fixture `fake`: a local OpenAI-compatible server
-pytest_plugins = ["fake_openai"]
+# the fixture `fake`: a local OpenAI-compatible server; `llama_server`, `real_smollm2`: the
+# packaged SmolLM2 model behind llama.cpp's real one, and its file
+pytest_plugins = ["fake_openai", "llama_server"]
 EXAMPLE = ROOT / "rag_bench" / "data" / "shipped" / "example"
 
 

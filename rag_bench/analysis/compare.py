@@ -456,8 +456,9 @@ def diff(
     allow_mismatch: bool = False,
 ) -> pd.DataFrame:
     """The queries that got worse and better on ``metric`` (worse: lower, or higher for a
-    lower-is-better metric), with what changed in between; runs made on different datasets
-    only with ``allow_mismatch`` (then over their shared query ids)."""
+    lower-is-better metric), with what changed in between (relevant documents that entered,
+    left or moved in the top k; the failure class; the two answers); runs made on different
+    datasets only with ``allow_mismatch`` (then over their shared query ids)."""
     metric = canonical(metric)
     check_number("top", top, 1, whole=True)
     store = open_runs(runs_dir)
@@ -476,7 +477,8 @@ def diff(
     frame = con.execute(
         "SELECT o.query_id, q.category, o.value AS before, n.value AS after, "
         "n.value - o.value AS delta, "
-        "qo.failure_class AS failure_before, q.failure_class AS failure_after "
+        "qo.failure_class AS failure_before, q.failure_class AS failure_after, "
+        "qo.answer AS answer_before, q.answer AS answer_after "
         "FROM metrics o JOIN metrics n ON o.query_id = n.query_id AND o.metric = n.metric "
         "JOIN queries q ON q.run_id = n.run_id AND q.query_id = n.query_id "
         "JOIN queries qo ON qo.run_id = o.run_id AND qo.query_id = o.query_id "
@@ -521,6 +523,8 @@ def diff(
         "moved",
         "failure_before",
         "failure_after",
+        "answer_before",
+        "answer_after",
     ]
     return listed[columns]
 

@@ -135,12 +135,16 @@ def run_command(
 
     if not sweeps:
         click.echo(run_summary(results, fmt))
-        return
-    from rag_bench.analysis.compare import compare
-    from rag_bench.cli.views import comparison_output
+    else:
+        from rag_bench.analysis.compare import compare
+        from rag_bench.cli.views import comparison_output
 
-    comparison = compare(open_store(runs_dir), [r.run_id for r in results], resamples=2_000)
-    click.echo(comparison_output(comparison, fmt))
+        comparison = compare(open_store(runs_dir), [r.run_id for r in results], resamples=2_000)
+        click.echo(comparison_output(comparison, fmt))
+    if any((r.manifest.get("generator") or {}).get("name") == "extractive" for r in results):
+        from rag_bench.components.generate import EXTRACTIVE_NOTE
+
+        click.echo(f"note: {EXTRACTIVE_NOTE}", err=True)
 
 
 RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tier", "tag", "sample", "seed", "split")

@@ -318,7 +318,9 @@ def diff_output(listed: pd.DataFrame, metric: str, fmt: str) -> str:
     run, against = listed["run"].iloc[0], listed["against"].iloc[0]
     head = fit_line(f"{metric} of {run} against {against}: the queries that got worse, then better")
     body = listed.drop(columns=["run", "against"])
-    return head + "\n\n" + render(body, fmt, drop=("failure_before", "category"))
+    drop = ("failure_before", "category", "entered", "left", "moved")
+    wrap = ("answer_before", "answer_after")
+    return head + "\n\n" + render(body, fmt, drop=drop, wrap=wrap)
 
 
 def gate_output(result, fmt: str) -> str:

@@ -18,6 +18,7 @@ def components() -> list[ComponentSpec]:
     )
     from rag_bench.components.http_system import HTTPSystemGenerator, HTTPSystemRetriever
     from rag_bench.components.judges import AnnotatedJudge, LexicalJudge
+    from rag_bench.components.local_llm import LlamaCppGenerator
     from rag_bench.components.minilm import MiniLMEncoder
     from rag_bench.components.openai.components import OpenAIEncoder, OpenAIGenerator
     from rag_bench.components.openai.judge import LLMJudge, LLMRelevanceJudge
@@ -54,6 +55,7 @@ def components() -> list[ComponentSpec]:
         DelayedGenerator,
         RecordedGenerator,
         OpenAIGenerator,
+        LlamaCppGenerator,
         HTTPSystemGenerator,
         LexicalJudge,
         AnnotatedJudge,

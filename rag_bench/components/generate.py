@@ -26,6 +26,12 @@ YEAR = re.compile(r"(?:19|20)\d\d")
 CJK_FINAL = re.compile(r"[。．！？；…]+[”’」』）)]*$")
 # what the refusal is decided on: the ranking before any reranker, or the one quoted from
 REFUSE_ON = ("retrieval", "context")
+EXTRACTIVE_NOTE = (
+    "generator extractive quotes its context, so it cannot fabricate: its faithfulness and "
+    "citation precision are no evidence of anything; for a real model: make llm, "
+    "--set generator.name=llama_cpp (or generator.name=openai for your own server)"
+)
+>>>>>>> llm-core
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench import __version__
+from rag_bench.components.prompting import prompt_records
 from rag_bench.components.registry import VariantSpec, registry, resolve
 from rag_bench.data.dataset import Dataset, load_dataset
 from rag_bench.data.tiers import tier_queries
@@ -257,6 +258,7 @@ def run_variant(
         "format": 1,
         "variant": spec.name,
         "params": _plain(resolved),
+        "prompts": prompt_records(resolved),
         "overrides": list(overrides),
         "dataset": {
             "name": data.name,
@@ -322,6 +324,7 @@ def resume_run(
         spec = registry().variant(header["variant"])
         resolved = resolve(spec, header.get("overrides", []) if overrides is None else overrides)
         _check_params(run_id, header["params"], _plain(resolved))
+        _check_prompts(run_id, header.get("prompts", {}), prompt_records(resolved))
         if ks is not None and list(_check_ks(ks)) != header["ks"]:
             raise _mismatch(run_id, "--k", _joined(header["ks"]), _joined(_check_ks(ks)))
         if depth is not None and depth != header["depth"]:
@@ -577,6 +580,16 @@ def _check_params(run_id: str, then: dict, now: dict) -> None:
                 )
 
 
+def _check_prompts(run_id: str, then: dict, now: dict) -> None:
+    """A prompt file edited since the interrupted run started, as a one-line error."""
+    for where in sorted({*then, *now}):
+        if (then.get(where) or {}).get("sha256") != (now.get(where) or {}).get("sha256"):
+            raise UsageError(
+                f"run {run_id} was started with another {where} (its text has changed)",
+                "restore the prompt the run started with, or start a new run without --resume",
+            )
+
+
 def _resume_dataset(run_id: str, header: dict, dataset, split: str | None) -> Dataset:
     recorded = header["dataset"]
     if isinstance(dataset, Dataset):
@@ -630,6 +643,7 @@ def _manifest(
         "depth": depth,
         "judge": resolved.get("judge"),
         "generator": resolved.get("generator"),
+        "prompts": prompt_records(resolved),
         "index": {"n_chunks": report.n_chunks, "seconds": report.seconds, "cached": report.cached},
         "created_at": created.isoformat(timespec="microseconds"),
         "duration_s": round(time.perf_counter() - started, 3),

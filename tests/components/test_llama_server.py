@@ -1,0 +1,207 @@
+"""The OpenAI-compatible path against a real server: llama.cpp's ``llama_cpp.server`` with the
+packaged SmolLM2-135M on 127.0.0.1 (``.ci/run`` starts it; else the ``llama_server`` fixture
+does). The ``openai`` generator, the ``llm`` judge and the ``llm_relevance`` judge talk to it:
+chat completions, JSON mode, the repair of a malformed reply, concurrent requests, and a server
+killed mid-run, then ``--resume`` paying for no request twice. tests/components/test_llm.py
+keeps the fake server for what a real one cannot produce on demand (429 storms, huge bodies).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from llama_server import MODEL_NAME, LlamaServer
+from rag_bench.components.openai.components import OpenAIGenerator
+from rag_bench.components.openai.judge import LLMJudge, LLMRelevanceJudge
+from rag_bench.experiment.runner import resume_run
+from rag_bench.model import Chunk, Query
+from rag_bench.runs import open_runs
+from rag_bench.text.claims import split_claims
+
+pytest.importorskip("httpx", reason="the openai extra (httpx) is not installed")
+pytestmark = [pytest.mark.llm, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+RETURNS = "Items can be returned within 7 days of delivery. Fresh food cannot be returned."
+SHIPPING = "Orders ship within 2 working days. Express delivery costs 9 euros."
+CONTEXT = [
+    Chunk("policy-3#0", "policy-3", 0, len(RETURNS), RETURNS, "Return policy"),
+    Chunk("ship-1#0", "ship-1", 0, len(SHIPPING), SHIPPING, "Shipping"),
+]
+QUERIES = [
+    Query("q1", "How many days do I have to return an item?"),
+    Query("q2", "How much does express delivery cost?"),
+]
+CLAIMS = [
+    split_claims("Items can be returned within 7 days [policy-3]. Fresh food is free [ship-1]."),
+    split_claims("Express delivery costs 9 euros [ship-1]."),
+]
+HTTP = {"model": MODEL_NAME, "cache": False, "retry_backoff": 0.0, "timeout": 120.0}
+
+
+def test_the_openai_generator_gets_a_chat_completion(llama_server):
+    generator = OpenAIGenerator(max_tokens=64, **HTTP)
+    generation = generator.generate(QUERIES[0], CONTEXT)
+    assert generation.answer.strip()
+    usage = generator.usage()
+    assert usage["model"] == MODEL_NAME and usage["requests"] == 1
+    assert usage["prompt_tokens"] > 100 and 0 < usage["completion_tokens"] <= 64
+
+
+def test_the_llm_judge_grades_every_claim_through_json_mode(llama_server):
+    judge = LLMJudge(max_tokens=300, **HTTP)
+    verdicts = judge.judge_all(QUERIES, CLAIMS, [CONTEXT, CONTEXT])
+    assert [len(v) for v in verdicts] == [len(c) for c in CLAIMS]
+    usage = judge.usage()
+    assert usage["claims_judged"] + usage["claims_unjudged"] == 3
+    assert usage["claims_judged"] >= 1
+    for verdict in (v for answer in verdicts for v in answer):
+        if verdict.grade is None:
+            assert verdict.reason.startswith("judge reply unusable: ")
+        else:
+            assert verdict.grade in (0, 1, 2) and verdict.supported == (verdict.grade >= 1)
+    # one request per answer, and one repair per malformed reply
+    assert usage["requests"] == 2 + usage["malformed_replies"]
+
+
+def test_without_json_mode_a_malformed_reply_is_sent_back_once(llama_server):
+    judge = LLMJudge(max_tokens=200, json_mode=False, **HTTP)
+    judge.judge_all(QUERIES, CLAIMS, [CONTEXT, CONTEXT])
+    usage = judge.usage()
+    assert usage["malformed_replies"] >= 1, "the model wrote valid JSON unasked"
+    assert usage["requests"] == 2 + usage["malformed_replies"]
+    assert usage["malformed_after_retry"] <= usage["malformed_replies"]
+
+
+def test_the_relevance_judge_grades_answers(llama_server):
+    judge = LLMRelevanceJudge(max_tokens=120, **HTTP)
+    grades = judge.grade_relevance(QUERIES, ["You have 7 days.", "Orders ship in 2 days."])
+    assert len(grades) == 2
+    for grade in grades:
+        assert grade.grade in (0, 1, 2) or grade.reason.startswith("judge reply unusable: ")
+    usage = judge.usage()
+    assert usage["answers_graded"] + usage["answers_unjudged"] == 2
+    assert usage["requests"] == 2 + usage["malformed_replies"]
+
+
+def cli(args: list[str], env: dict, cache) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("RAG_BENCH_")}
+    environment |= {"RAG_BENCH_CACHE_DIR": str(cache), "PYTHONWARNINGS": "ignore", **env}
+    command = [sys.executable, "-m", "rag_bench.cli.main", *map(str, args)]
+    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=900)
+
+
+OPTIONS = [
+    "--set", "generator.name=openai", "--set", f"generator.model={MODEL_NAME}",
+    "--set", "generator.max_tokens=48", "--set", "generator.context_k=2",
+    "--set", "generator.retry_backoff=0",
+]  # fmt: skip
+
+
+def test_a_run_with_two_workers_and_the_llm_relevance_judge(llama_server, tmp_path):
+    runs = tmp_path / "runs"
+    out = cli(
+        [
+            "run",
+            "--variant",
+            "baseline",
+            "--tag",
+            "smoke",
+            "--sample",
+            "4",
+            "--workers",
+            "2",
+            "--runs-dir",
+            runs,
+            *OPTIONS,
+            "--set",
+            "generator.concurrency=2",
+            "--judge",
+            "llm_relevance",
+            "--set",
+            f"judge.model={MODEL_NAME}",
+            "--set",
+            "judge.max_tokens=200",
+            "--set",
+            "judge.concurrency=2",
+        ],  # fmt: skip
+        {"OPENAI_BASE_URL": llama_server, "OPENAI_API_KEY": "no-key"},
+        tmp_path / "cache",
+    )
+    assert out.returncode == 0, out.stderr
+    [stored] = open_runs(runs).list()
+    usage = stored.manifest["usage"]
+    assert usage["generator"]["requests"] == 4 and usage["generator"]["completion_tokens"] > 0
+    judged = usage["judge"]
+    assert judged["requests"] >= judged["answers_graded"] + judged["answers_unjudged"]
+    answers = open_runs(runs).queries([stored.run_id])["answer"]
+    assert len(answers) == 4 and answers.str.strip().str.len().gt(0).all()
+
+
+def cached_replies(cache) -> int:
+    folder = cache / "llm"
+    return len(list(folder.glob("*/*.json"))) if folder.is_dir() else 0
+
+
+@pytest.mark.slow
+@pytest.mark.signals
+def test_a_server_killed_mid_run_then_resume_pays_for_no_request_twice(real_smollm2, tmp_path):
+    """40 queries are two checkpoint blocks (32 + 8). The server is killed (SIGKILL) once the
+    first block is checkpointed and some of the second answered; the run fails naming the
+    resume; a new server on the same address, and ``--resume`` sends only the requests never
+    answered: the answered ones come from the request cache, so each query is paid once."""
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    server = LlamaServer(log=tmp_path / "server.log").start()
+    env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "no-key"}
+    args = [
+        "run", "--variant", "baseline", "--sample", "40", "--seed", "5", "--runs-dir", runs,
+        *OPTIONS, "--set", "generator.max_retries=1", "--set", "generator.concurrency=1",
+    ]  # fmt: skip
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("RAG_BENCH_")}
+    environment |= {"RAG_BENCH_CACHE_DIR": str(cache), "PYTHONWARNINGS": "ignore", **env}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "rag_bench.cli.main", *map(str, args)],
+        env=environment,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while cached_replies(cache) < 35 and child.poll() is None:
+            assert time.monotonic() < deadline, "the run did not get to the second block"
+            time.sleep(0.05)
+        server.kill()
+        _, stderr = child.communicate(timeout=300)
+    finally:
+        server.kill()
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 5, stderr
+    assert "then resume with `rag-bench run --resume" in stderr
+    assert "(32 of 40 queries are checkpointed)" in stderr
+    answered = cached_replies(cache)
+    assert 35 <= answered < 40
+
+    again = LlamaServer(port=server.port, log=tmp_path / "server.log").start()
+    try:
+        run_id = open_runs(runs).find_checkpoint("")[1].run_id
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("RAG_BENCH_CACHE_DIR", str(cache))
+            patch.setenv("OPENAI_BASE_URL", again.url)
+            patch.setenv("OPENAI_API_KEY", "no-key")
+            resumed = resume_run(run_id, runs_dir=runs)
+    finally:
+        again.stop()
+    usage = resumed.manifest["usage"]["generator"]
+    assert resumed.manifest["resumed"]["queries_from_checkpoint"] == 32
+    assert usage["requests"] == 40  # every query's request paid for once
+    assert usage["cached_requests"] == answered - 32  # answered before the kill, not re-sent
+    assert cached_replies(cache) == 40
+    entries = [json.loads(p.read_text()) for p in (cache / "llm").glob("*/*.json")]
+    assert len({json.dumps(e["request"], sort_keys=True) for e in entries}) == 40
