@@ -31,7 +31,6 @@ EXTRACTIVE_NOTE = (
     "citation precision are no evidence of anything; for a real model: make llm, "
     "--set generator.name=llama_cpp (or generator.name=openai for your own server)"
 )
->>>>>>> llm-core
 
 
 @dataclass(frozen=True)
