@@ -92,6 +92,14 @@ from rag_bench.pipeline.executors import EXECUTORS
     default=None,
     help="Local: threads (default 1). Ray without --address: CPUs of the local instance.",
 )
+@click.option(
+    "--repeats",
+    type=WHOLE,
+    default=1,
+    show_default=True,
+    help="Answer each query N times, each sampling component (temperature > 0) with its own "
+    "seed per repeat, and store every repeat (see docs/noise.md).",
+)
 @format_option(FORMATS)
 def run_command(
     variants,
@@ -113,6 +121,7 @@ def run_command(
     executor,
     address,
     workers,
+    repeats,
     fmt,
 ):
     """Run pipeline variants over a dataset and store every query's trace.
@@ -249,6 +258,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             progress=progress(name),
             executor=executor,
             annotations=annotations,
+            repeats=p["repeats"],
         )
         if name in stand_in:
             from rag_bench.components.dense import STAND_IN_NOTE
@@ -280,4 +290,5 @@ def _sweep(p: dict, names: list[str], data, overrides, selection, executor, resu
         runs_dir=p["runs_dir"],
         progress=progress(names[0]),
         executor=executor,
+        repeats=p["repeats"],
     )

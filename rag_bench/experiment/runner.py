@@ -33,6 +33,7 @@ from rag_bench.data.dataset import Dataset, load_dataset
 from rag_bench.data.tiers import tier_queries
 from rag_bench.errors import DataError, ParameterError, RagBenchError, UsageError, check_number
 from rag_bench.experiment.provenance import git_commit, package_versions
+from rag_bench.experiment.repeats import repeat_config, repeat_seeds
 from rag_bench.experiment.traces import build_traces
 from rag_bench.io.cache import Cache, default_cache_dir
 from rag_bench.model import Query
@@ -47,6 +48,7 @@ from rag_bench.runs import (
     WriteError,
     open_runs,
 )
+from rag_bench.runs.layout import REPEATED
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
 
@@ -229,9 +231,14 @@ def run_variant(
     progress: Callable[[Iterable], Iterable] | None = None,
     executor: Executor | None = None,
     annotations: dict | None = None,
+    repeats: int = 1,
 ) -> RunResult:
     """Run ``variant`` over ``dataset``, store the traces under ``runs_dir`` (a path, URL or
     :class:`RunStore`; None: the default runs folder) and return them.
+
+    ``repeats`` above 1 answers every query that many times, each sampling component (see
+    :mod:`rag_bench.experiment.repeats`) with its own seed per repeat, and stores every repeat
+    (the ``repeat`` column of the answer tables; the manifest's ``repeats`` has the seeds).
 
     ``variant`` is a registered variant's name or a :class:`VariantSpec` composed on the spot
     (an import is one); ``annotations`` are extra manifest fields (where the outputs came from).
@@ -249,6 +256,7 @@ def run_variant(
     _check_depth(depth, ks)
     spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
     resolved = resolve(spec, overrides)
+    seeds = repeat_seeds(resolved, repeats)
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     chosen = selection.apply(data.queries)
@@ -272,6 +280,7 @@ def run_variant(
         "created_at": created.isoformat(timespec="microseconds"),
         "rag_bench_version": __version__,
         "annotations": dict(annotations or {}),
+        "repeats": {"n": repeats, "seeds": seeds},
     }
     return _execute(
         _Plan(run_id, store, spec, resolved, data, ks, depth, selection, created, header),
@@ -368,6 +377,7 @@ class _Saver:
         self.checkpoint, self.pipeline, self.started = checkpoint, pipeline, started
         self.before = dict(checkpoint.progress)
         self.reused = 0
+        self.extra: list[Pipeline] = []  # the pipelines of repeats 1.., whose usage counts too
 
     def lookup(self, query_id: str, key: str) -> dict | None:
         found = self.checkpoint.lookup(query_id, key)
@@ -381,7 +391,10 @@ class _Saver:
         return round(self.before.get("elapsed_s", 0.0) + time.perf_counter() - self.started, 3)
 
     def usage(self) -> dict:
-        return merge_usage(self.before.get("usage", {}), self.pipeline.usage())
+        used = merge_usage(self.before.get("usage", {}), self.pipeline.usage())
+        for pipeline in self.extra:
+            used = merge_usage(used, pipeline.usage())
+        return used
 
 
 def merge_usage(before: dict, now: dict) -> dict:
@@ -436,6 +449,28 @@ def _execute(
             pipeline.analyzer,
             plan.resolved["judge"]["name"],
         )
+        repeated = plan.header.get("repeats", {"n": 1, "seeds": {}})
+        for repeat in range(1, repeated["n"]):
+            config = repeat_config(plan.resolved, repeated["seeds"], repeat)
+            again = Pipeline(config, pipeline.cache)
+            again.index(data, executor)
+            answers = again.answer(queries, plan.depth, progress, None, executor)
+            more = build_traces(
+                run_id,
+                data,
+                queries,
+                answers,
+                again.chunks,
+                plan.ks,
+                again.analyzer,
+                config["judge"]["name"],
+                repeat,
+            )
+            tables = {
+                n: pd.concat([t, more[n]], ignore_index=True) if n in REPEATED else t
+                for n, t in tables.items()
+            }
+            saver.extra.append(again)
         manifest = _manifest(
             run_id,
             plan.spec,
@@ -450,6 +485,7 @@ def _execute(
             started,
         )
         manifest["overrides"] = list(plan.header.get("overrides", []))
+        manifest["repeats"] = repeated
         manifest.update(plan.header.get("annotations", {}))
         manifest["executor"] = executor.describe()
         if pipeline.reranker_training() is not None:

@@ -37,6 +37,7 @@ def run(
     executor: str = "local",
     address: str | None = None,
     workers: int | None = None,
+    repeats: int = 1,
 ) -> RunResult | list[RunResult]:
     """Run a variant over ``dataset`` and store its traces under ``runs_dir``.
 
@@ -46,7 +47,9 @@ def run(
     is kestrel-kb. ``overrides`` maps ``"slot.param"`` to a value, as in the manifest's
     params. ``tier`` (``smoke``, ``regression``, ``deep``; see :mod:`rag_bench.data.tiers`)
     keeps the queries of a tier, ``tag`` those carrying it; ``sample`` draws that many of them with
-    ``seed``. ``executor`` is ``"local"`` (``workers`` threads) or ``"ray"``.
+    ``seed``. ``executor`` is ``"local"`` (``workers`` threads) or ``"ray"``. ``repeats``
+    answers each query that many times with distinct seeds of the sampling components (see
+    :mod:`rag_bench.experiment.repeats`).
     """
     names = list(registry().variants) if variant == "all" else _names(variant)
     for name in names:
@@ -67,6 +70,7 @@ def run(
                 runs_dir=runs_dir,
                 cache_dir=cache_dir,
                 executor=runner,
+                repeats=repeats,
             )
             for name in names
         ]
