@@ -97,6 +97,13 @@ class ParameterError(UsageError):
         return UsageError(f"{shown} is out of range", f"{flag} takes {self.valid}")
 
 
+def first_line(error: BaseException | str) -> str:
+    """The first line of an error's message (of a text), or the error's type when it is empty:
+    what a one-line message quotes of an exception from elsewhere."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 def check_number(
     parameter: str,
     value: Any,

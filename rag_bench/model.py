@@ -140,4 +140,9 @@ class QueryResult:
 
     @property
     def final(self) -> Hits:
-        return list(self.stages.values())[-1]
+        return final_ranking(self.stages)
+
+
+def final_ranking(stages: dict[str, Hits]) -> Hits:
+    """The last stage's chunk ranking: what the generator reads."""
+    return list(stages.values())[-1]

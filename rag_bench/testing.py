@@ -26,10 +26,10 @@ def assert_no_regression(
 ) -> None:
     """Raise ``AssertionError`` when the gate fails: a metric of ``candidate`` worse than in
     ``baseline`` by more than its ``max_drop`` (by the gate's rule ``require``; see
-    :func:`rag_bench.analysis.compare.gate`). Runs are references (an id, a name, ``latest:…``)
+    :func:`rag_bench.analysis.gate.gate`). Runs are references (an id, a name, ``latest:…``)
     or stored runs (what ``rag_bench.run`` returns); the message lists each failing metric
     with both means, the change and why, and the gate's warnings."""
-    from rag_bench.analysis.compare import gate
+    from rag_bench.analysis.gate import gate
 
     result = gate(
         runs_dir if runs_dir is not None else _store_of(candidate),

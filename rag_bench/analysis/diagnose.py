@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rag_bench.analysis.reads import query_rows, run_metric_values
+from rag_bench.analysis.slices import Labels, check_slice, query_slices, sliced_rows
 from rag_bench.errors import UsageError
 from rag_bench.runs import RunStore, StoredRun, open_runs
 
-SLICES = ("category", "tag", "failure_class", "none")
 EXAMPLES = 3
 GOOD = ("ok", "correct_refusal")
 
@@ -101,13 +102,8 @@ def cutoffs(run: StoredRun) -> tuple[int, int]:
 def symptoms_per_query(store: RunStore, run: StoredRun, k: int, n: int) -> pd.DataFrame:
     """One row per query of the run: its slices and one column per symptom (1, 0 or NaN)."""
     con = store.connect([run])
-    values = con.execute(
-        "SELECT query_id, metric, value FROM metrics WHERE run_id = ?", [run.run_id]
-    ).df()
-    queries = con.execute(
-        "SELECT query_id, category, tags, failure_class FROM queries WHERE run_id = ?",
-        [run.run_id],
-    ).df()
+    values = run_metric_values(con, run.run_id)
+    queries = query_rows(con, ["query_id", "category", "tags", "failure_class"], run.run_id)
     wide = values.pivot(index="query_id", columns="metric", values="value")
     frame = queries.set_index("query_id").join(wide)
     needed = {f"recall@{k}", f"hit@{k}", f"hit@{n}", f"context_recall@{k}"}
@@ -119,23 +115,9 @@ def symptoms_per_query(store: RunStore, run: StoredRun, k: int, n: int) -> pd.Da
     return out
 
 
-def _slices(frame: pd.DataFrame, slice_by: str) -> pd.DataFrame:
-    """The frame with a ``slice`` column (a query in each of its tags' slices), plus ``all``."""
-    if slice_by not in SLICES:
-        raise UsageError(f"unknown slice {slice_by!r}", f"use one of {', '.join(SLICES)}")
-    everything = frame.assign(slice="all")
-    if slice_by == "none":
-        return everything
-    if slice_by == "tag":
-        sliced = frame.assign(slice=frame["tags"]).explode("slice").dropna(subset=["slice"])
-    else:
-        sliced = frame.assign(slice=frame[slice_by])
-    return pd.concat([sliced, everything])
-
-
-def _tabulate(frame: pd.DataFrame, slice_by: str) -> pd.DataFrame:
+def _tabulate(frame: pd.DataFrame, labels: Labels) -> pd.DataFrame:
     rows = []
-    for slice_name, part in _slices(frame.reset_index(), slice_by).groupby("slice", sort=False):
+    for slice_name, part in sliced_rows(frame.reset_index(), labels).groupby("slice", sort=False):
         for symptom in SYMPTOMS:
             shown = part[part[symptom.name] == 1]
             defined = int(part[symptom.name].notna().sum())
@@ -155,17 +137,22 @@ def _tabulate(frame: pd.DataFrame, slice_by: str) -> pd.DataFrame:
 
 
 def diagnose_run(
-    store: RunStore, run: StoredRun, against: StoredRun | None = None, slice_by: str = "category"
+    store: RunStore,
+    run: StoredRun,
+    against: StoredRun | None = None,
+    slice_by: str | None = "category",
 ) -> pd.DataFrame:
     """The diagnosis table of ``run``: one row per (symptom, slice) with the count and share of
     queries showing it, the likely culprit stage, what to try and example query ids. With
     ``against``, both runs are read over the queries they share, and ``n_against``,
     ``share_against``, ``delta`` (share change, run minus against), ``appeared`` and ``cleared``
-    (queries that gained or lost the symptom) are added."""
+    (queries that gained or lost the symptom) are added. The slices are those of
+    :mod:`rag_bench.analysis.slices`, read from ``run`` (None: the ``all`` slice alone)."""
+    check_slice(slice_by)
     k, n = cutoffs(run)
     mine = symptoms_per_query(store, run, k, n)
     if against is None:
-        return _tabulate(mine, slice_by)
+        return _tabulate(mine, query_slices(mine.reset_index(), slice_by))
     theirs = symptoms_per_query(store, against, k, n)
     shared = mine.index.intersection(theirs.index)
     if shared.empty:
@@ -174,12 +161,13 @@ def diagnose_run(
             "compare runs over the same dataset",
         )
     mine, theirs = mine.loc[shared], theirs.loc[shared]
-    table = _tabulate(mine, slice_by)
-    other = _tabulate(theirs.assign(category=mine["category"], tags=mine["tags"]), slice_by)
+    labels = query_slices(mine.reset_index(), slice_by)  # both runs' queries sliced as the run's
+    table = _tabulate(mine, labels)
+    other = _tabulate(theirs, labels)
     table["n_against"] = other["n"].to_numpy()
     table["share_against"] = other["share"].to_numpy()
     table["delta"] = table["share"] - table["share_against"]
-    changes = _changes(mine, theirs, slice_by)
+    changes = _changes(mine, theirs, labels)
     return table.merge(changes, on=["symptom", "slice"], how="left")
 
 
@@ -187,7 +175,7 @@ def diagnose(
     runs_dir: str | Path | RunStore | None,
     run: str,
     against: str | None = None,
-    slice_by: str = "category",
+    slice_by: str | None = "category",
 ) -> pd.DataFrame:
     """:func:`diagnose_run` by reference (an id, a name, ``latest:…``) in a runs folder (a path,
     URL or :class:`RunStore`; None: the default)."""
@@ -195,14 +183,14 @@ def diagnose(
     return diagnose_run(store, store.get(run), store.get(against) if against else None, slice_by)
 
 
-def _changes(mine: pd.DataFrame, theirs: pd.DataFrame, slice_by: str) -> pd.DataFrame:
+def _changes(mine: pd.DataFrame, theirs: pd.DataFrame, labels: Labels) -> pd.DataFrame:
     """Per (symptom, slice): queries that show the symptom in the run and not in ``against``
     (appeared), and the reverse (cleared)."""
     rows = []
     paired = mine.copy()
     for symptom in SYMPTOMS:
         paired[f"{symptom.name}:against"] = theirs[symptom.name]
-    for slice_name, part in _slices(paired.reset_index(), slice_by).groupby("slice", sort=False):
+    for slice_name, part in sliced_rows(paired.reset_index(), labels).groupby("slice", sort=False):
         for symptom in SYMPTOMS:
             now, before = part[symptom.name], part[f"{symptom.name}:against"]
             rows.append(

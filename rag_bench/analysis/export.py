@@ -17,9 +17,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from rag_bench.errors import RagBenchError
-
-FORMATS = ("trec", "jsonl", "parquet")
-DOCUMENTS_STAGE = "documents"
+from rag_bench.pipeline import DOCUMENTS_STAGE
 
 
 def strictly_decreasing(scores: Iterable[float]) -> list[float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from rag_bench.analysis import GATE_RULES
 from rag_bench.cli.options import (
     FORMATS,
     REAL,
@@ -63,7 +64,7 @@ def compare_command(
     result = compare(
         open_store(runs_dir),
         runs,
-        slice_by=None if slice_by == "none" else slice_by,
+        slice_by=slice_by,
         metrics=split_list(metrics) if metrics else None,
         test=test,
         alpha=alpha,
@@ -92,7 +93,7 @@ def compare_command(
 @format_option(FORMATS)
 def diff_command(run, against, metric, top, allow_mismatch, runs_dir, fmt):
     """The queries that got worse and better, with what changed in their rankings."""
-    from rag_bench.analysis.compare import diff
+    from rag_bench.analysis.diff import diff
     from rag_bench.cli.views import diff_output
 
     table = diff(open_store(runs_dir), run, against, metric, top, allow_mismatch)
@@ -114,7 +115,7 @@ def diff_command(run, against, metric, top, allow_mismatch, runs_dir, fmt):
     "--require",
     default="auto",
     show_default=True,
-    type=click.Choice(["auto", "significant", "drop"]),
+    type=click.Choice(GATE_RULES),
     help="Fail on a drop beyond the allowance when it is significant, on the drop alone, or "
     "(auto) significant where the queries can detect the allowance and the drop elsewhere.",
 )
@@ -124,7 +125,7 @@ def diff_command(run, against, metric, top, allow_mismatch, runs_dir, fmt):
 @format_option(FORMATS)
 def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, runs_dir, fmt):
     """Exit 1 when the candidate drops by more than allowed (for CI)."""
-    from rag_bench.analysis.compare import gate, parse_drops
+    from rag_bench.analysis.gate import gate, parse_drops
     from rag_bench.cli.views import gate_output
 
     result = gate(
@@ -192,7 +193,7 @@ def report_command(
     report(
         open_store(runs_dir),
         runs,
-        slice_by=None if slice_by == "none" else slice_by,
+        slice_by=slice_by,
         metric=metric,
         metrics=split_list(metrics) if metrics else None,
         top=top,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from rag_bench.analysis import EXPORT_FORMATS
 from rag_bench.cli.options import (
     FORMATS,
     UserMistake,
@@ -16,6 +17,7 @@ from rag_bench.cli.options import (
     runs_dir_option,
 )
 from rag_bench.errors import UsageError
+from rag_bench.pipeline import DOCUMENTS_STAGE
 
 
 @click.command("import")
@@ -59,11 +61,11 @@ def import_command(outputs, dataset, name, judge, note, ks, runs_dir, fmt):
     "fmt",
     default="trec",
     show_default=True,
-    type=click.Choice(["trec", "jsonl", "parquet"]),
+    type=click.Choice(EXPORT_FORMATS),
     help="trec: a run file for trec_eval; jsonl/parquet: outputs records for `rag-bench import`.",
 )
 @click.option(
-    "--stage", default="documents", show_default=True, help="The ranking a TREC file holds."
+    "--stage", default=DOCUMENTS_STAGE, show_default=True, help="The ranking a TREC file holds."
 )
 @click.option(
     "--dataset",

@@ -177,12 +177,20 @@ def resampling_options(command):
     )(command)
 
 
+NO_SLICES = "none"  # --slice none: the overall slice 'all' alone (the library's None)
+
+
+def _no_slices(context, parameter, value: str) -> str | None:
+    return None if value == NO_SLICES else value
+
+
 slice_option = click.option(
     "--slice",
     "slice_by",
     default="category",
     show_default=True,
-    type=click.Choice([*SLICES, "none"]),
+    type=click.Choice([*SLICES, NO_SLICES]),
+    callback=_no_slices,
     help="Group queries by (plus the overall slice 'all').",
 )
 

@@ -131,12 +131,12 @@ def run_command(
     """
     results, signals = [], []
     try:
-        from rag_bench.experiment.runner import interruptible
+        from rag_bench.io.signals import interruptible
 
         with interruptible(signals):
             _run_or_resume(click.get_current_context(), results)
     except KeyboardInterrupt as error:
-        from rag_bench.experiment.runner import interrupted_status, interruption_message
+        from rag_bench.io.signals import interrupted_status
 
         click.echo(interruption_message(error, results), err=True)
         raise SystemExit(interrupted_status(signals)) from None
@@ -154,6 +154,20 @@ def run_command(
         from rag_bench.components.generate import EXTRACTIVE_NOTE
 
         click.echo(f"note: {EXTRACTIVE_NOTE}", err=True)
+
+
+def interruption_message(error: KeyboardInterrupt, stored: list) -> str:
+    """The one line printed when a run command is interrupted (``stored``: the runs stored
+    before)."""
+    from rag_bench.experiment.runner import RunInterrupted
+
+    if isinstance(error, RunInterrupted):
+        text = error.message()
+    else:
+        text = "interrupted; nothing more stored" if stored else "interrupted; nothing stored"
+    if stored:
+        text += "; stored before: " + ", ".join(r.run_id for r in stored)
+    return text
 
 
 RESUME_CHECKED = ("ks", "depth", "overrides", "judge", "tier", "tag", "sample", "seed", "split")
@@ -186,9 +200,10 @@ def _encoder_of(variant: str, overrides) -> str | None:
 
 
 def _run_with(ctx: click.Context, results: list, executor) -> None:
-    from rag_bench.components.registry import registry
+    from rag_bench.components.registry import ALL_VARIANTS, registry
     from rag_bench.data.dataset import load_dataset
-    from rag_bench.experiment.runner import Selection, resume_run, run_variant
+    from rag_bench.data.selection import Selection
+    from rag_bench.experiment.runner import resume_run, run_variant
 
     p = ctx.params
     variants, overrides = p["variants"], p["overrides"]
@@ -205,7 +220,7 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
             for name in RESUME_CHECKED
             if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
         }
-        if variants and (variants.strip() == "all" or len(split_list(variants)) > 1):
+        if variants and (variants.strip() == ALL_VARIANTS or len(split_list(variants)) > 1):
             raise UserMistake(UsageError("--resume finishes one run", "give one --variant or none"))
         selection = Selection(tag=p["tag"], sample=p["sample"], seed=p["seed"], tier=p["tier"])
         result = resume_run(
@@ -227,11 +242,8 @@ def _run_with(ctx: click.Context, results: list, executor) -> None:
         raise UserMistake(
             UsageError("no --variant given", "e.g. --variant baseline, or --resume RUN_ID")
         )
-    names = split_list(variants)
-    if variants.strip() == "all":  # every variant that needs nothing but the dataset
-        names = [n for n, spec in registry().variants.items() if spec.service is None]
-    for name in names:
-        registry().variant(name)  # fail on a misspelt name before any work
+    all_of_them = variants.strip() == ALL_VARIANTS
+    names = registry().variants_named(ALL_VARIANTS if all_of_them else split_list(variants))
     data = load_dataset(p["dataset"], split=p["split"])
     for warning in data.warnings:
         click.echo(f"warning: {warning}", err=True)

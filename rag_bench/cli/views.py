@@ -169,14 +169,9 @@ def runs_table(store, variant: str | None = None) -> pd.DataFrame:
         runs = runs[runs["variant"] == variant]
     headline = headline_metrics(brief=True)
     if not runs.empty:
-        means = (
-            store.connect()
-            .sql(
-                "SELECT run_id, metric, avg(value) AS mean FROM metrics "
-                f"WHERE metric IN ({', '.join(repr(m) for m in headline)}) GROUP BY ALL"
-            )
-            .df()
-        )
+        from rag_bench.analysis.reads import metric_means
+
+        means = metric_means(store.connect(), headline)
         wide = means.pivot(index="run_id", columns="metric", values="mean")
         runs = runs.join(wide.reindex(columns=headline), on="run_id")
     else:
@@ -202,17 +197,9 @@ def runs_table(store, variant: str | None = None) -> pd.DataFrame:
     return table.reset_index(drop=True).astype({"n_queries": "Int64"})
 
 
-def _slices(metrics: pd.DataFrame, queries: pd.DataFrame, slice_by: str) -> pd.DataFrame:
-    if slice_by == "category":
-        return metrics
-    labels = queries[["query_id", slice_by]]
-    if slice_by == "tag":
-        labels = queries[["query_id", "tags"]].explode("tags").rename(columns={"tags": "tag"})
-        labels["tag"] = labels["tag"].fillna("untagged")
-    return metrics.drop(columns=["category"]).merge(labels, on="query_id")
-
-
 def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
+    from rag_bench.analysis.slices import query_slices, sliced_rows
+
     frame = store.metrics([run.run_id])
     queries = store.queries([run.run_id])
     names = canonical_names(metrics) if metrics else headline_metrics(run.manifest.get("ks", [10]))
@@ -220,7 +207,10 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
     for name in names:
         if name not in known:
             raise not_stored("metric of this run", name, sorted(known))
-    table = slice_means(_slices(frame, queries, slice_by), names, slice_by)
+    frame = frame.drop(columns=["category"])
+    labels = query_slices(queries, slice_by)
+    sliced = sliced_rows(frame, labels, overall=False).rename(columns={"slice": slice_by})
+    table = slice_means(sliced, names, slice_by, overall=frame)
     if fmt == "json":
         return to_json({"manifest": run.manifest, "slices": as_records(table)})
     m = run.manifest

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import metadata
@@ -22,6 +22,7 @@ from rag_bench.errors import RagBenchError, UnknownNameError, UsageError
 
 COMPONENT_GROUP = "rag_bench.components"
 VARIANT_GROUP = "rag_bench.variants"
+ALL_VARIANTS = "all"  # a request for every variant that needs nothing but the dataset
 PROBLEM_CHARS = 120  # a skipped entry point's problem, cut to keep its warning on one line
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class VariantSpec:
     slots: dict[str, dict[str, Any]]
     description: str = ""
     origin: str = "?"
-    service: str | None = None  # what it calls outside the dataset; `--variant all` skips it
+    service: str | None = None  # what it calls outside the dataset; ALL_VARIANTS skips it
 
 
 def component(kind: str, name: str, *, description: str = "", requires: str | None = None):
@@ -155,6 +156,17 @@ class Registry:
         if name not in self.variants:
             raise UnknownNameError("variant", name, list(self.variants))
         return self.variants[name]
+
+    def variants_named(self, request: str | Sequence[str]) -> list[str]:
+        """The variants a request means, each checked (a misspelt name fails before any work):
+        one name, a list of names, or :data:`ALL_VARIANTS`, every variant that needs nothing but
+        the dataset (not those calling a service, such as ``http``)."""
+        if isinstance(request, str) and request.strip() == ALL_VARIANTS:
+            return [name for name, spec in self.variants.items() if spec.service is None]
+        names = [request] if isinstance(request, str) else list(request)
+        for name in names:
+            self.variant(name)
+        return names
 
 
 @cache

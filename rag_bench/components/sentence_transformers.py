@@ -28,7 +28,7 @@ from rag_bench.components.judges import check_grade
 from rag_bench.components.registry import component
 from rag_bench.components.rerank import check_top_n, reorder
 from rag_bench.data.dataset import Dataset
-from rag_bench.errors import RagBenchError, UsageError, import_backend
+from rag_bench.errors import RagBenchError, UsageError, first_line, import_backend
 from rag_bench.model import Chunk, Claim, Hits, Query, Verdict
 
 INSTALL = "pip install 'rag-bench[sentence-transformers]'"
@@ -46,7 +46,7 @@ def load_model(kind: str, model: str, device: str, where: str, **options) -> Any
             try:
                 _models[key] = getattr(st, kind)(model, device=device or None, **options)
             except Exception as error:  # the library's many ways of not finding a model
-                first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+                first = first_line(error)[:200]
                 raise RagBenchError(
                     f"{where} cannot load model {model!r}: {first}",
                     f"--set {where}.model=NAME_OR_LOCAL_PATH; offline, use a local folder or "

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_bench.data.answers import RecordedAnswer
-from rag_bench.errors import DataError
+from rag_bench.errors import DataError, first_line
 from rag_bench.io.jsonl import field as get
 from rag_bench.io.jsonl import read_jsonl
 from rag_bench.io.textfile import text_lines
@@ -201,7 +201,7 @@ def _parquet_records(path: Path) -> Iterator[tuple[int, dict]]:
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        message = str(exc).splitlines()[0]
+        message = first_line(exc)
         raise DataError(path, f"not a readable Parquet file ({message})", "rewrite it") from None
     for number, row in enumerate(table.to_pylist(), start=1):
         yield number, {k: v for k, v in row.items() if v is not None}

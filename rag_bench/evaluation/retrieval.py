@@ -27,7 +27,8 @@ from rag_bench.evaluation.measures import (
     Measure,
     parse_measures,
 )
-from rag_bench.io.tabular import ROW_BLOCK, IdColumn, combine_keys, run_starts, scaled_keys
+from rag_bench.io.idhash import ROW_BLOCK, IdColumn, combine_keys, scaled_keys
+from rag_bench.io.tabular import run_starts
 
 
 @dataclass(frozen=True)

@@ -14,29 +14,26 @@ from __future__ import annotations
 
 import json
 import shlex
-import signal
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from rag_bench import __version__
 from rag_bench.components.prompting import prompt_records
 from rag_bench.components.registry import VariantSpec, registry, resolve
 from rag_bench.data.dataset import Dataset, load_dataset
-from rag_bench.data.tiers import tier_queries
+from rag_bench.data.selection import EVERY_QUERY, Selection
 from rag_bench.errors import DataError, ParameterError, RagBenchError, UsageError, check_number
 from rag_bench.experiment.provenance import git_commit, package_versions
 from rag_bench.experiment.repeats import repeat_config, repeat_seeds
 from rag_bench.experiment.traces import build_traces
 from rag_bench.io.cache import Cache, default_cache_dir
-from rag_bench.model import Query
+from rag_bench.model import QueryResult
 from rag_bench.pipeline.compose import IndexReport, Pipeline
 from rag_bench.pipeline.executors import Executor, LocalExecutor
 from rag_bench.runs import (
@@ -49,6 +46,7 @@ from rag_bench.runs import (
     open_runs,
 )
 from rag_bench.runs.layout import REPEATED
+from rag_bench.runs.records import answer_record, restored_answer
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
 
@@ -90,54 +88,6 @@ class RunResult:
         return slice_means(self.metrics, metrics, by)
 
 
-@dataclass(frozen=True)
-class Selection:
-    """Which of a dataset's queries a run answers: a tier (see :mod:`rag_bench.data.tiers`),
-    then those carrying ``tag``, then a seeded sample of ``sample`` of them."""
-
-    tag: str | None = None
-    sample: int | None = None
-    seed: int = 0
-    tier: str | None = None
-
-    def apply(self, queries: dict[str, Query]) -> list[str]:
-        ids = list(queries)
-        check_number("seed", self.seed, 0, whole=True)
-        if self.tag is not None and not self.tag.strip():
-            raise ParameterError("tag", self.tag, "a tag the queries carry (e.g. smoke), or none")
-        if self.tier:
-            ids = tier_queries(queries, self.tier)
-            if not ids:
-                raise UsageError(
-                    f"no query is in the {self.tier} tier (none carries the tag {self.tier!r})",
-                    f"tag a stratified sample of the dataset's queries as {self.tier} "
-                    "(rag-bench tiers --sample, or rag_bench.data.tiers.sample_tier)",
-                )
-        if self.tag:
-            ids = [q for q in ids if self.tag in queries[q].tags]
-            if not ids:
-                known = sorted({t for q in queries.values() for t in q.tags})
-                raise UsageError(
-                    f"no query carries the tag {self.tag!r}",
-                    f"use one of: {', '.join(known) or '(none)'}",
-                )
-        if self.sample is not None:
-            # a sample larger than the queries would run them all under a label that says
-            # otherwise ("sample=1000" on 275 queries): the user meant another dataset or tag
-            check_number(
-                "sample", self.sample, 1, len(ids), whole=True, range_note="the queries selected"
-            )
-            if self.sample < len(ids):
-                rng = np.random.default_rng(self.seed)
-                keep = set(rng.choice(len(ids), size=self.sample, replace=False).tolist())
-                ids = [q for i, q in enumerate(ids) if i in keep]
-        return ids
-
-    def record(self) -> dict:
-        """The selection as the manifest keeps it (``Selection(**record)`` rebuilds it)."""
-        return {"tier": self.tier, "tag": self.tag, "sample": self.sample, "seed": self.seed}
-
-
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     if not ks:
         raise ParameterError("ks", (), "one or more whole numbers ≥ 1, e.g. 1,3,5,10")
@@ -174,50 +124,6 @@ def resume_command(run_id: str, store: RunStore) -> str:
     return command
 
 
-def interruption_message(error: KeyboardInterrupt, stored: Sequence[RunResult] = ()) -> str:
-    """The one line the CLI prints when a run command is interrupted."""
-    if isinstance(error, RunInterrupted):
-        text = error.message()
-    else:
-        text = "interrupted; nothing more stored" if stored else "interrupted; nothing stored"
-    if stored:
-        text += "; stored before: " + ", ".join(r.run_id for r in stored)
-    return text
-
-
-@contextmanager
-def interruptible(received: list[int] | None = None) -> Iterator[list[int]]:
-    """Within the block, SIGTERM (a plain ``kill``) interrupts like Ctrl-C, so the run cleans up
-    and reports the same way; once interrupted, further Ctrl-C or ``kill`` signals are noted but
-    do not interrupt the clean-up (which keeps nothing half-written). The signal numbers go to
-    ``received`` (yielded); the exit status to use is :func:`interrupted_status`. A signal the
-    process was started to ignore stays ignored."""
-    received = [] if received is None else received
-
-    def on_signal(signum, frame):
-        received.append(signum)
-        if len(received) == 1:
-            raise KeyboardInterrupt
-
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            if signal.getsignal(signum) is not signal.SIG_IGN:
-                previous[signum] = signal.signal(signum, on_signal)
-        except ValueError:  # not the main thread: leave signals alone
-            break
-    try:
-        yield received
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def interrupted_status(received: Sequence[int]) -> int:
-    """The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for ``kill``)."""
-    return 128 + (received[0] if received else signal.SIGINT)
-
-
 def run_variant(
     variant: str | VariantSpec,
     dataset: Dataset | str | Path | None = None,
@@ -225,7 +131,7 @@ def run_variant(
     overrides: Sequence[str] = (),
     ks: Sequence[int] = DEFAULT_KS,
     depth: int = 100,
-    selection: Selection = Selection(),
+    selection: Selection = EVERY_QUERY,
     runs_dir: str | Path | RunStore | None = None,
     cache_dir: str | Path | None = None,
     progress: Callable[[Iterable], Iterable] | None = None,
@@ -252,13 +158,8 @@ def run_variant(
     """
     started = time.perf_counter()
     created = datetime.now(timezone.utc)
-    ks = _check_ks(ks)
-    _check_depth(depth, ks)
-    spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
-    resolved = resolve(spec, overrides)
+    ks, spec, resolved, data, pipeline = _prepare(variant, dataset, overrides, ks, depth, cache_dir)
     seeds = repeat_seeds(resolved, repeats)
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
-    pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     chosen = selection.apply(data.queries)
     store = open_runs(runs_dir)
     run_id = store.reserve_run_id(spec.name, created)
@@ -281,7 +182,7 @@ def run_variant(
         "rag_bench_version": __version__,
         "annotations": dict(annotations or {}),
         "repeats": {"n": repeats, "seeds": seeds},
-    }
+    }  # the checkpoint's header: what the run is, for a resume to check against
     return _execute(
         _Plan(run_id, store, spec, resolved, data, ks, depth, selection, created, header),
         pipeline,
@@ -340,9 +241,9 @@ def resume_run(
             raise _mismatch(run_id, "--depth", header["depth"], depth)
         wanted = Selection(**header["selection"])
         if selection is not None and selection != wanted:
-            raise _mismatch(run_id, "the query selection", _shown(wanted), _shown(selection))
+            raise _mismatch(run_id, "the query selection", wanted.shown(), selection.shown())
         data = _resume_dataset(run_id, header, dataset, split)
-        pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
+        pipeline = _pipeline(resolved, cache_dir)
         chosen = wanted.apply(data.queries)
         created = datetime.fromisoformat(header["created_at"])
         ks_ = tuple(header["ks"])
@@ -379,13 +280,15 @@ class _Saver:
         self.reused = 0
         self.extra: list[Pipeline] = []  # the pipelines of repeats 1.., whose usage counts too
 
-    def lookup(self, query_id: str, key: str) -> dict | None:
+    def lookup(self, query_id: str, key: str) -> QueryResult | None:
         found = self.checkpoint.lookup(query_id, key)
         self.reused += found is not None
-        return found
+        return restored_answer(found)
 
-    def save(self, records: list[dict]) -> None:
-        self.checkpoint.save(records, {"elapsed_s": self.elapsed(), "usage": self.usage()})
+    def save(self, answers: list[tuple[str, str, QueryResult]]) -> None:
+        records = [answer_record(*answer) for answer in answers]
+        progress = {"elapsed_s": self.elapsed(), "usage": self.usage()}
+        self.checkpoint.save([r for r in records if r is not None], progress)
 
     def elapsed(self) -> float:
         return round(self.before.get("elapsed_s", 0.0) + time.perf_counter() - self.started, 3)
@@ -449,54 +352,8 @@ def _execute(
             pipeline.analyzer,
             plan.resolved["judge"]["name"],
         )
-        repeated = plan.header.get("repeats", {"n": 1, "seeds": {}})
-        for repeat in range(1, repeated["n"]):
-            config = repeat_config(plan.resolved, repeated["seeds"], repeat)
-            again = Pipeline(config, pipeline.cache)
-            again.index(data, executor)
-            answers = again.answer(queries, plan.depth, progress, None, executor)
-            more = build_traces(
-                run_id,
-                data,
-                queries,
-                answers,
-                again.chunks,
-                plan.ks,
-                again.analyzer,
-                config["judge"]["name"],
-                repeat,
-            )
-            tables = {
-                n: pd.concat([t, more[n]], ignore_index=True) if n in REPEATED else t
-                for n, t in tables.items()
-            }
-            saver.extra.append(again)
-        manifest = _manifest(
-            run_id,
-            plan.spec,
-            plan.resolved,
-            data,
-            queries,
-            plan.ks,
-            plan.depth,
-            plan.selection,
-            report,
-            plan.created,
-            started,
-        )
-        manifest["overrides"] = list(plan.header.get("overrides", []))
-        manifest["repeats"] = repeated
-        manifest.update(plan.header.get("annotations", {}))
-        manifest["executor"] = executor.describe()
-        if pipeline.reranker_training() is not None:
-            manifest["reranker_training"] = pipeline.reranker_training()
-        manifest["usage"] = saver.usage()
-        manifest["duration_s"] = saver.elapsed()
-        if prior is not None:
-            manifest["resumed"] = {
-                "at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
-                "queries_from_checkpoint": saver.reused,
-            }
+        tables = _answer_repeats(plan, pipeline, queries, tables, saver, progress, executor)
+        manifest = _manifest(plan, queries, report, pipeline, saver, executor, prior is not None)
         stored_run = store.write_run(run_id, manifest, tables)
     except KeyboardInterrupt:
         stored = store.is_stored(run_id)
@@ -516,6 +373,36 @@ def _execute(
     return RunResult(store, stored_run, tables)
 
 
+def _answer_repeats(plan, pipeline, queries, tables, saver, progress, executor) -> dict:
+    """The trace tables with repeats 1.. of the run's ``repeats`` added to its answer tables:
+    each a pipeline with the repeat's seeds, answering every query again (not checkpointed:
+    a resumed run answers them again; retrieval is recomputed, the same, and stored once)."""
+    repeated = plan.header.get("repeats", {"n": 1, "seeds": {}})
+    for repeat in range(1, repeated["n"]):
+        config = repeat_config(plan.resolved, repeated["seeds"], repeat)
+        again = Pipeline(config, pipeline.cache)
+        again.index(plan.data, executor)
+        answers = again.answer(queries, plan.depth, progress, None, executor)
+        judge = config["judge"]["name"]
+        more = build_traces(
+            plan.run_id,
+            plan.data,
+            queries,
+            answers,
+            again.chunks,
+            plan.ks,
+            again.analyzer,
+            judge,
+            repeat,
+        )
+        tables = {
+            name: pd.concat([t, more[name]], ignore_index=True) if name in REPEATED else t
+            for name, t in tables.items()
+        }
+        saver.extra.append(again)
+    return tables
+
+
 def _selected(pipeline: Pipeline, spec: VariantSpec, data: Dataset, chosen: list[str]) -> list[str]:
     """The chosen queries the pipeline can answer (a replayed system, only those it recorded)."""
     query_ids = pipeline.select_queries(chosen)
@@ -533,18 +420,13 @@ def evaluate_variant(
     overrides: Sequence[str] = (),
     ks: Sequence[int] = DEFAULT_KS,
     depth: int = 100,
-    selection: Selection = Selection(),
+    selection: Selection = EVERY_QUERY,
     cache_dir: str | Path | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The trace tables (queries, metrics, retrieved, claims) a run of ``variant`` would store,
     computed in memory and stored nowhere: for a notebook or a test. Their ``run_id`` is
     ``unsaved``; the numbers are those :func:`run_variant` stores."""
-    ks = _check_ks(ks)
-    _check_depth(depth, ks)
-    spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
-    resolved = resolve(spec, overrides)
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
-    pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
+    ks, spec, resolved, data, pipeline = _prepare(variant, dataset, overrides, ks, depth, cache_dir)
     pipeline.index(data)
     queries = [
         data.queries[q] for q in _selected(pipeline, spec, data, selection.apply(data.queries))
@@ -554,6 +436,21 @@ def evaluate_variant(
     return build_traces(
         "unsaved", data, queries, results, pipeline.chunks, ks, pipeline.analyzer, judge
     )
+
+
+def _prepare(variant, dataset, overrides: Sequence[str], ks, depth: int, cache_dir):
+    """What a fresh run of ``variant`` works with: the checked cutoffs, the variant, its
+    resolved parameters, the dataset and the pipeline."""
+    ks = _check_ks(ks)
+    _check_depth(depth, ks)
+    spec = variant if isinstance(variant, VariantSpec) else registry().variant(variant)
+    resolved = resolve(spec, overrides)
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    return ks, spec, resolved, data, _pipeline(resolved, cache_dir)
+
+
+def _pipeline(resolved: dict, cache_dir) -> Pipeline:
+    return Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
 
 
 def _resume_hint(error: RagBenchError, store: RunStore, checkpoint: Checkpoint, total: int) -> str:
@@ -585,14 +482,6 @@ def _split_of(data: Dataset) -> str | None:
 
 def _joined(values) -> str:
     return ",".join(map(str, values))
-
-
-def _shown(selection: Selection) -> str:
-    parts = [f"--tier {selection.tier}"] if selection.tier else []
-    parts += [f"--tag {selection.tag}"] if selection.tag else []
-    if selection.sample is not None:
-        parts.append(f"--sample {selection.sample} --seed {selection.seed}")
-    return " ".join(parts) or "all queries"
 
 
 def _mismatch(run_id: str, what: str, then: Any, now: Any) -> UsageError:
@@ -649,23 +538,22 @@ def _resume_dataset(run_id: str, header: dict, dataset, split: str | None) -> Da
 
 
 def _manifest(
-    run_id,
-    spec,
-    resolved,
-    data: Dataset,
+    plan: _Plan,
     queries,
-    ks,
-    depth,
-    selection,
     report: IndexReport,
-    created,
-    started,
+    pipeline: Pipeline,
+    saver: _Saver,
+    executor: Executor,
+    resumed: bool,
 ) -> dict:
-    return {
-        "run_id": run_id,
+    """The manifest of a finished run, whole: what it ran on and with, how long it took and
+    what it spent (with the earlier sessions of a resumed run), and where it came from."""
+    data, resolved, header = plan.data, plan.resolved, plan.header
+    manifest = {
+        "run_id": plan.run_id,
         "schema_version": SCHEMA_VERSION,
-        "variant": spec.name,
-        "variant_origin": spec.origin,
+        "variant": plan.spec.name,
+        "variant_origin": plan.spec.origin,
         "params": resolved,
         "dataset": {
             "name": data.name,
@@ -674,17 +562,30 @@ def _manifest(
             "n_docs": len(data.docs),
             "n_queries": len(queries),
         },
-        "selection": {**selection.record(), "query_ids": [q.id for q in queries]},
-        "ks": list(ks),
-        "depth": depth,
+        "selection": {**plan.selection.record(), "query_ids": [q.id for q in queries]},
+        "ks": list(plan.ks),
+        "depth": plan.depth,
         "judge": resolved.get("judge"),
         "generator": resolved.get("generator"),
         "prompts": prompt_records(resolved),
+        "repeats": header.get("repeats", {"n": 1, "seeds": {}}),
         "index": {"n_chunks": report.n_chunks, "seconds": report.seconds, "cached": report.cached},
-        "created_at": created.isoformat(timespec="microseconds"),
-        "duration_s": round(time.perf_counter() - started, 3),
+        "created_at": plan.created.isoformat(timespec="microseconds"),
+        "duration_s": saver.elapsed(),
         "status": "complete",
         "rag_bench_version": __version__,
         "packages": package_versions(),
         "git_commit": git_commit(),
+        "overrides": list(header.get("overrides", [])),
+        **header.get("annotations", {}),
+        "executor": executor.describe(),
     }
+    if pipeline.reranker_training() is not None:
+        manifest["reranker_training"] = pipeline.reranker_training()
+    manifest["usage"] = saver.usage()
+    if resumed:
+        manifest["resumed"] = {
+            "at": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+            "queries_from_checkpoint": saver.reused,
+        }
+    return manifest

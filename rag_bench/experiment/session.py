@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_bench.components.registry import registry
+from rag_bench.components.registry import ALL_VARIANTS, registry
 from rag_bench.data.dataset import Dataset, load_dataset
-from rag_bench.experiment.runner import DEFAULT_KS, RunResult, Selection, resume_run, run_variant
+from rag_bench.data.selection import Selection
+from rag_bench.experiment.runner import DEFAULT_KS, RunResult, resume_run, run_variant
 from rag_bench.pipeline.executors import make_executor
 
 
@@ -42,7 +43,8 @@ def run(
     """Run a variant over ``dataset`` and store its traces under ``runs_dir``.
 
     ``variant`` is one name (returns its :class:`RunResult`), or a list of names or ``"all"``
-    (returns a list, in order). ``dataset`` is a folder, a shipped dataset's name
+    (every variant that needs nothing but the dataset, as ``--variant all``; returns a list, in
+    order). ``dataset`` is a folder, a shipped dataset's name
     (``kestrel-kb``, ``lumen-mall-zh``, ``seed-example``) or a loaded :class:`Dataset`; None
     is kestrel-kb. ``overrides`` maps ``"slot.param"`` to a value, as in the manifest's
     params. ``tier`` (``smoke``, ``regression``, ``deep``; see :mod:`rag_bench.data.tiers`)
@@ -51,9 +53,7 @@ def run(
     answers each query that many times with distinct seeds of the sampling components (see
     :mod:`rag_bench.experiment.repeats`).
     """
-    names = list(registry().variants) if variant == "all" else _names(variant)
-    for name in names:
-        registry().variant(name)  # a misspelt name fails before any work
+    names = registry().variants_named(variant)  # a misspelt name fails before any work
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, split=split)
     texts = override_texts(overrides or {})
     selection = Selection(tag=tag, sample=sample, seed=seed, tier=tier)
@@ -76,7 +76,8 @@ def run(
         ]
     finally:
         runner.close()
-    return results[0] if isinstance(variant, str) and variant != "all" else results
+    one = isinstance(variant, str) and variant.strip() != ALL_VARIANTS
+    return results[0] if one else results
 
 
 def resume(
@@ -119,7 +120,3 @@ def _text(value: Any) -> str:
         except json.JSONDecodeError:
             return value
     return json.dumps(value)
-
-
-def _names(variant: str | Sequence[str]) -> list[str]:
-    return [variant] if isinstance(variant, str) else list(variant)

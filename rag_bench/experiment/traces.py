@@ -1,4 +1,5 @@
-"""Turning a pipeline's per-query results into the trace tables of a run."""
+"""Turning a pipeline's per-query results into the trace tables of a run (schema_version 2: see
+:data:`rag_bench.runs.SCHEMA_VERSION`)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,8 @@ from rag_bench.evaluation.diagnosis import MULTI_HOP, Case, Diagnosis, diagnose
 from rag_bench.evaluation.measures import Measure
 from rag_bench.evaluation.retrieval import evaluate_run
 from rag_bench.model import Chunk, Hits, Query, QueryResult
+from rag_bench.pipeline import DOCUMENTS_STAGE, LATENCY_STAGES
 from rag_bench.text.claims import strip_markers
-
-DOCUMENTS_STAGE = "documents"
-LATENCY_STAGES = ("retrieve", "fusion", "rerank", "generate", "judge")
 
 
 def ranking_measures(ks: Sequence[int]) -> list[Measure]:

@@ -13,13 +13,13 @@ Identifiers come in two kinds. :data:`ID` columns (query ids, qrels' document id
 Categoricals. :data:`TEXT_ID` columns (a run's document ids: millions of rows, about as many
 distinct values) stay Arrow-backed strings, because building a dictionary over them costs more than
 everything else put together. Where rows must be matched on such ids they are compared through
-64-bit :func:`id_hashes`: equal ids always have equal hashes, and the rare unequal ids with equal
-hashes are told apart by whoever uses them (the slow path here, a string comparison elsewhere).
+64-bit hashes (:mod:`rag_bench.io.idhash`): equal ids always have equal hashes, and the rare
+unequal ids with equal hashes are told apart by whoever uses them (the slow path here, a string
+comparison elsewhere).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.errors import DataError
+from rag_bench.io.idhash import ROW_BLOCK, IdColumn, combine_into, take
 from rag_bench.io.textfile import text_lines
 
 ID = "id"  # a string identifier, kept as a pandas Categorical
@@ -196,146 +197,6 @@ def _code_type(n_categories: int) -> np.dtype:
     return np.min_scalar_type(-n_categories - 1)
 
 
-# --- identifier columns as Arrow strings, and their 64-bit hashes ---------------------------------
-
-_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so multiplying by it loses no bit
-_SHIFT = np.uint64(32)
-# _LOW_BYTES[n]: a mask keeping the first n bytes of a little-endian 8-byte word
-_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
-_LENGTH_BYTE = np.uint64(56)
-ROW_BLOCK = 1 << 20  # rows hashed or keyed at a time: temporaries stay small and in cache
-_HASHES: dict[int, np.ndarray] = {}  # id(Arrow strings) -> their hashes, while the strings live
-
-
-def scaled_keys(first: np.ndarray) -> np.ndarray:
-    """The first half of :func:`combine_keys`: ``combine_keys(a, b) == scaled_keys(a) + b``."""
-    key = first.astype(np.uint64)
-    key *= _MULTIPLIER
-    return key
-
-
-def combine_keys(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """One 64-bit key per row from two integer keys: equal pairs give equal keys, and unequal
-    pairs rarely do when ``second`` is a hash."""
-    key = scaled_keys(first)
-    key += second.astype(np.uint64, copy=False)
-    return key
-
-
-def _fold(h: np.ndarray, word: np.ndarray) -> None:
-    """Fold one 8-byte word into the hashes, in place (for a fixed ``h``, a bijection of words)."""
-    h ^= word
-    h *= _MULTIPLIER
-    h ^= h >> _SHIFT
-
-
-def _string_hashes(strings) -> np.ndarray:
-    """A 64-bit hash of each value of an Arrow (large_)string array, read from its buffers.
-
-    Each string is taken 8 bytes at a time (one unaligned load per row and word, bytes past its
-    end masked off) and its words are folded into a hash that starts from its length; the hash
-    depends on the string alone, not on its neighbours.
-    """
-    import pyarrow as pa
-
-    offset_type = np.dtype(np.int64 if pa.types.is_large_string(strings.type) else np.int32)
-    n = len(strings)
-    buffers = strings.buffers()
-    offsets = np.frombuffer(
-        buffers[1], dtype=offset_type, count=n + 1, offset=strings.offset * offset_type.itemsize
-    )
-    first, end = int(offsets[0]), int(offsets[-1])
-    padded = np.zeros(end - first + 8, dtype=np.uint8)
-    if end > first:
-        padded[: end - first] = np.frombuffer(buffers[2], dtype=np.uint8)[first:end]
-    words = np.ndarray(len(padded) - 7, dtype=np.uint64, buffer=padded, strides=(1,))
-    starts, lengths = offsets[:-1] - first, np.diff(offsets)
-    h = lengths.astype(np.uint64) << _LENGTH_BYTE
-    word = words[starts]
-    if n and int(lengths.min()) < 8:
-        word &= _LOW_BYTES[np.minimum(lengths, 8)]
-    _fold(h, word)
-    for at in range(8, int(lengths.max()) if n else 0, 8):
-        longer = np.flatnonzero(lengths > at)  # only these have bytes left
-        word = words[starts[longer] + at] & _LOW_BYTES[np.minimum(lengths[longer] - at, 8)]
-        folded = h[longer]
-        _fold(folded, word)
-        h[longer] = folded
-    return h
-
-
-def _cached_string_hashes(strings) -> np.ndarray:
-    """:func:`_string_hashes` of a chunked array, kept while the (immutable) array lives: a run's
-    ids are hashed once when the file is checked for duplicates and again when evaluated."""
-    key = id(strings)
-    if key not in _HASHES:
-        hashes = np.empty(len(strings), dtype=np.uint64)
-        done = 0
-        for chunk in strings.chunks:
-            # a slice's strings stay in the CPU's cache while its words are read
-            for start in range(0, len(chunk), ROW_BLOCK):
-                block = chunk.slice(start, ROW_BLOCK)
-                hashes[done : done + len(block)] = _string_hashes(block)
-                done += len(block)
-        hashes.flags.writeable = False
-        _HASHES[key] = hashes
-        weakref.finalize(strings, _HASHES.pop, key, None)
-    return _HASHES[key]
-
-
-@dataclass(frozen=True)
-class IdColumn:
-    """A column of string ids as Arrow strings: every value, or the distinct values of a
-    Categorical with the codes into them."""
-
-    values: object  # pyarrow.ChunkedArray of strings
-    codes: np.ndarray | None = None
-
-    @classmethod
-    def of(cls, ids: pd.Series) -> IdColumn:
-        import pyarrow as pa
-
-        if isinstance(ids.dtype, pd.CategoricalDtype):
-            categorical = ids.array  # its codes are a view, where .cat.codes copies
-            strings = pd.Series(categorical.categories.astype(str))
-            return cls(cls.of(strings).values, categorical.codes)
-        if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
-            return cls(ids.array.__arrow_array__())  # the column's own Arrow data, no copy
-        strings = np.asarray(ids.astype(str), dtype=object)
-        return cls(pa.chunked_array([pa.array(strings, type=pa.large_string())]))
-
-    def hashes(self) -> np.ndarray:
-        """A 64-bit hash per row: equal ids, equal hashes; unequal ids, rarely equal ones."""
-        hashes = _cached_string_hashes(self.values)
-        return hashes if self.codes is None else hashes[self.codes]
-
-    def take(self, rows: np.ndarray):
-        """The ids at ``rows``, as Arrow strings."""
-        return take(self.values, rows if self.codes is None else self.codes[rows])
-
-
-def take(values, rows: np.ndarray):
-    """``values.take(rows)`` for a chunked Arrow array, as one array, taken chunk by chunk:
-    Arrow's own take across chunks first concatenates them all."""
-    import pyarrow as pa
-
-    if values.num_chunks == 1:
-        return values.chunk(0).take(rows)
-    order = None if np.all(rows[1:] >= rows[:-1]) else np.argsort(rows, kind="stable")
-    ascending = rows if order is None else rows[order]
-    bounds = np.cumsum([0] + [len(chunk) for chunk in values.chunks])
-    cuts = np.searchsorted(ascending, bounds)
-    pieces = [
-        chunk.take(ascending[cuts[i] : cuts[i + 1]] - bounds[i])
-        for i, chunk in enumerate(values.chunks)
-        if cuts[i + 1] > cuts[i]
-    ]
-    taken = pa.concat_arrays(pieces) if pieces else pa.array([], type=values.type)
-    if order is not None:
-        taken = taken.take(np.argsort(order))  # back to the order asked for
-    return taken
-
-
 def _valid(frame: pd.DataFrame, fmt: RecordFormat) -> bool:
     """Vectorised checks of what the fast path read; any failure sends the file to the slow
     path, which finds and names the offending line (or skips a comment)."""
@@ -375,8 +236,7 @@ def _may_repeat(frame: pd.DataFrame, names: Sequence[str]) -> bool:
     for start, stop in _blocks_of_whole_groups(frame[names[0]]):
         key = keys[0][start:stop].astype(np.uint64)
         for more in keys[1:]:
-            key *= _MULTIPLIER  # combine_keys, in place
-            key += more[start:stop].astype(np.uint64, copy=False)
+            combine_into(key, more[start:stop])
         key.sort()  # sorting integers is much faster than hashing them
         if np.any(key[1:] == key[:-1]):
             return True

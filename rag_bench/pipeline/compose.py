@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,14 +22,13 @@ from rag_bench.io.cache import Cache, corpus_fingerprint, digest
 from rag_bench.io.pause import pause_point
 from rag_bench.model import (
     Chunk,
-    Claim,
     Context,
-    Generation,
     Hits,
     Query,
     QueryResult,
     Relevance,
     Verdict,
+    final_ranking,
 )
 from rag_bench.pipeline.executors import Executor, LocalExecutor
 from rag_bench.text.claims import split_claims, strip_markers
@@ -38,17 +37,37 @@ BATCH = 32  # queries per task of the executor (and per call of generate_all, ju
 # corpus texts per checkpointed block when embedding with an encoder declaring
 # INDEPENDENT_EMBEDDINGS
 EMBED_BLOCK = 4096
-CHECKPOINTED_LATENCY = ("generate", "judge")
 
 
 class AnswerCheckpoint(Protocol):
     """Where :meth:`Pipeline.answer` keeps each block of answered queries as it goes (the
-    run's checkpoint): ``lookup`` an earlier answer computed from the same inputs, ``save`` a
-    block of new ones."""
+    run's checkpoint): ``lookup`` an earlier answer computed from the same inputs (a result
+    without rankings: generation, claims, verdicts, relevance, the answering stages'
+    latencies), ``save`` a block of new ones as (query id, key, result)."""
 
-    def lookup(self, query_id: str, key: str) -> dict | None: ...
+    def lookup(self, query_id: str, key: str) -> QueryResult | None: ...
 
-    def save(self, records: list[dict]) -> None: ...
+    def save(self, answers: list[tuple[str, str, QueryResult]]) -> None: ...
+
+
+@dataclass
+class Elapsed:
+    """The time a block of work took (set when the block ends)."""
+
+    seconds: float = 0.0
+
+    def ms_each(self, n: int) -> float:
+        """Milliseconds per item when the time is shared by ``n`` items (all of it for none)."""
+        return 1000 * self.seconds / max(n, 1)
+
+
+@contextmanager
+def stopwatch() -> Iterator[Elapsed]:
+    """Time the block: ``with stopwatch() as took: ...`` then ``took.seconds``."""
+    took = Elapsed()
+    started = time.perf_counter()
+    yield took
+    took.seconds = time.perf_counter() - started
 
 
 @dataclass
@@ -97,37 +116,35 @@ class Pipeline:
         ``progress`` wraps the blocks of a corpus embedded block by block."""
         report = IndexReport()
         executor = executor or LocalExecutor()
-        started = time.perf_counter()
-        if Capability.READS_DATASET in self.chunker.capabilities:
-            self.chunker.read_dataset(dataset)
-        self.chunks = chunk_corpus(self.chunker, dataset.docs.values())
+        with stopwatch() as took:
+            if Capability.READS_DATASET in self.chunker.capabilities:
+                self.chunker.read_dataset(dataset)
+            self.chunks = chunk_corpus(self.chunker, dataset.docs.values())
         report.n_chunks = len(self.chunks)
-        report.seconds["chunk"] = time.perf_counter() - started
+        report.seconds["chunk"] = took.seconds
         pause_point("index")
         fingerprint = corpus_fingerprint(self.chunks)
         texts = [c.index_text for c in self.chunks]
         for retriever in self.retrievers:
-            started = time.perf_counter()
-            if Capability.INDEX in retriever.capabilities:
-                report.cached[retriever.stage] = self._fit_cached(
-                    retriever, texts, fingerprint, executor, progress
-                )
-            else:
-                if Capability.PREPARE in retriever.capabilities:
-                    retriever.prepare(dataset, self.chunks, self.analyzer)
-                report.cached[retriever.stage] = False
-            report.seconds[f"index_{retriever.stage}"] = time.perf_counter() - started
+            with stopwatch() as took:
+                if Capability.INDEX in retriever.capabilities:
+                    report.cached[retriever.stage] = self._fit_cached(
+                        retriever, texts, fingerprint, executor, progress
+                    )
+                else:
+                    if Capability.PREPARE in retriever.capabilities:
+                        retriever.prepare(dataset, self.chunks, self.analyzer)
+                    report.cached[retriever.stage] = False
+            report.seconds[f"index_{retriever.stage}"] = took.seconds
         parts = {"reranker": self.reranker, "generator": self.generator, "judge": self.judge}
         for slot, component in parts.items():
             if component is not None and Capability.PREPARE in component.capabilities:
-                started = time.perf_counter()
-                if Capability.CACHE in component.capabilities:
-                    report.cached[slot] = self._prepare_cached(component, dataset, fingerprint)
-                else:
-                    component.prepare(dataset, self.chunks, self.analyzer)
-                report.seconds[f"prepare_{type(component).__name__}"] = (
-                    time.perf_counter() - started
-                )
+                with stopwatch() as took:
+                    if Capability.CACHE in component.capabilities:
+                        report.cached[slot] = self._prepare_cached(component, dataset, fingerprint)
+                    else:
+                        component.prepare(dataset, self.chunks, self.analyzer)
+                report.seconds[f"prepare_{type(component).__name__}"] = took.seconds
         dense = [r for r in self.retrievers if isinstance(r, DenseIndex)]
         if dense and self._reranker_can(Capability.USES_ENCODER):
             self.reranker.attach_encoder(dense[0])
@@ -246,9 +263,9 @@ class Pipeline:
         """Every retriever's ranking for every query (batched), and the ms spent per query."""
         stages, latency = {}, {}
         for retriever in self.retrievers:
-            started = time.perf_counter()
-            stages[retriever.stage] = retriever.search(queries, depth)
-            latency[retriever.stage] = 1000 * (time.perf_counter() - started) / max(len(queries), 1)
+            with stopwatch() as took:
+                stages[retriever.stage] = retriever.search(queries, depth)
+            latency[retriever.stage] = took.ms_each(len(queries))
         return stages, latency
 
     def answer(
@@ -294,14 +311,13 @@ class Pipeline:
         self, queries: Sequence[Query], depth: int, rerank: bool = True
     ) -> tuple[list[dict[str, Hits]], dict[str, float]]:
         """Every stage's ranking for every query (batched), and the ms spent per query."""
-        n = max(len(queries), 1)
         retrieved, latency = self.retrieve(queries, depth)
         stages = [{name: hits[i] for name, hits in retrieved.items()} for i in range(len(queries))]
         if self.fuser is not None:
-            started = time.perf_counter()
-            for s in stages:
-                s["fusion"] = self.fuser.fuse([s[r.stage] for r in self.retrievers], depth)
-            latency["fusion"] = 1000 * (time.perf_counter() - started) / n
+            with stopwatch() as took:
+                for s in stages:
+                    s["fusion"] = self.fuser.fuse([s[r.stage] for r in self.retrievers], depth)
+            latency["fusion"] = took.ms_each(len(queries))
         retrieve_ms = sum(latency.pop(r.stage) for r in self.retrievers)
         timings = {"retrieve": retrieve_ms, **latency}
         if self.reranker is not None and rerank:
@@ -321,7 +337,7 @@ class Pipeline:
         for ranked, _, counted in executor.map(_rank_block, self, work):
             self._absorb(counted, executor)
             stages.extend(ranked)
-        current = [list(s.values())[-1] for s in stages]
+        current = [final_ranking(s) for s in stages]
         retrieved = [{r.stage: s[r.stage] for r in self.retrievers} for s in stages]
         self.reranker.learn(train, current, retrieved)
 
@@ -334,12 +350,12 @@ class Pipeline:
 
     def _rerank(self, queries: Sequence[Query], stages: list[dict[str, Hits]]) -> dict[str, float]:
         """Add the reranker's stage to every query's stages; the ms it spent per query."""
-        started = time.perf_counter()
-        current = [list(s.values())[-1] for s in stages]
-        retrieved = [{r.stage: s[r.stage] for r in self.retrievers} for s in stages]
-        for s, hits in zip(stages, self.reranker.rerank_all(queries, current, retrieved)):
-            s["rerank"] = hits
-        return {"rerank": 1000 * (time.perf_counter() - started) / max(len(queries), 1)}
+        with stopwatch() as took:
+            current = [final_ranking(s) for s in stages]
+            retrieved = [{r.stage: s[r.stage] for r in self.retrievers} for s in stages]
+            for s, hits in zip(stages, self.reranker.rerank_all(queries, current, retrieved)):
+                s["rerank"] = hits
+        return {"rerank": took.ms_each(len(queries))}
 
     def _absorb(self, counted: dict[str, dict], executor: Executor) -> None:
         """Counts made by a task on a copy of this pipeline, added to this one's."""
@@ -385,18 +401,16 @@ class Pipeline:
             for i, result in zip(block, fresh):
                 results[i] = result
             if checkpoint is not None:
-                records = [_record(queries[i].id, keys[i], results[i]) for i in block]
-                checkpoint.save([r for r in records if r is not None])
+                checkpoint.save([(queries[i].id, keys[i], results[i]) for i in block])
                 pause_point("answer")
         return results
 
     def _answer_key(self, query: Query, stages: dict[str, Hits]) -> str:
         """What an answer is computed from: the query, its final chunk ranking and, after a
         reranker, the ranking before it (the generator's evidence)."""
-        final = list(stages.values())[-1]
         material = {
             "query": [query.id, query.text],
-            "ranking": [self.chunks[p].chunk_id for p in final.index],
+            "ranking": [self.chunks[p].chunk_id for p in final_ranking(stages).index],
         }
         if "rerank" in stages:
             material["evidence"] = [self.chunks[p].chunk_id for p in _evidence(stages).index]
@@ -413,24 +427,17 @@ class Pipeline:
         return [int(p) for p in final.index[: self.generator.context_k]]
 
     def _restore(
-        self, record: dict | None, stages: dict[str, Hits], timings: dict[str, float]
+        self, found: QueryResult | None, stages: dict[str, Hits], timings: dict[str, float]
     ) -> QueryResult | None:
-        """A checkpointed answer as a result (None when the record is not usable)."""
-        if record is None:
+        """A checkpointed answer (None: none usable) with this query's rankings and times."""
+        if found is None:
             return None
-        try:
-            generation = _rebuild(Generation, record["generation"])
-            claims = [_rebuild(Claim, c) for c in record["claims"]]
-            verdicts = [_rebuild(Verdict, v) for v in record["verdicts"]]
-            relevance = _relevance(record.get("relevance"))
-            latency = {**timings, **record["latency_ms"]}
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
-        if len(verdicts) != len(claims):
-            return None
-        final = list(stages.values())[-1]
-        context = self._context(final)
-        return QueryResult(stages, generation, claims, verdicts, context, latency, relevance)
+        return dataclasses.replace(
+            found,
+            stages=stages,
+            context=self._context(final_ranking(stages)),
+            latency_ms={**timings, **found.latency_ms},
+        )
 
     def answer_block(
         self,
@@ -439,21 +446,20 @@ class Pipeline:
         timings: list[dict[str, float]],
     ) -> list[QueryResult]:
         """Generate, split into claims and judge one block of ranked queries."""
-        finals = [list(s.values())[-1] for s in stages]
+        finals = [final_ranking(s) for s in stages]
         ranked = [self._ranked(final, s) for final, s in zip(finals, stages)]
         latency = [dict(t) for t in timings]
         if Capability.BATCH in self.generator.capabilities:
-            started = time.perf_counter()
-            generations = self.generator.generate_all(queries, ranked)
-            each = 1000 * (time.perf_counter() - started) / max(len(queries), 1)
+            with stopwatch() as took:
+                generations = self.generator.generate_all(queries, ranked)
             for t in latency:
-                t["generate"] = each
+                t["generate"] = took.ms_each(len(queries))
         else:
             generations = []
             for query, chunks, t in zip(queries, ranked, latency):
-                started = time.perf_counter()
-                generations.append(self.generator.generate(query, chunks))
-                t["generate"] = 1000 * (time.perf_counter() - started)
+                with stopwatch() as took:
+                    generations.append(self.generator.generate(query, chunks))
+                t["generate"] = took.ms_each(1)
         contexts = [self._context(final) for final in finals]
         claims = [[] if g.refused else split_claims(g.answer) for g in generations]
         judged = [i for i, c in enumerate(claims) if c]
@@ -461,25 +467,24 @@ class Pipeline:
         for t in latency:
             t["judge"] = 0.0
         if Capability.BATCH in self.judge.capabilities:
-            started = time.perf_counter()
-            if judged:
-                found = self.judge.judge_all(
-                    [queries[i] for i in judged],
-                    [claims[i] for i in judged],
-                    [[self.chunks[p] for p in contexts[i]] for i in judged],
-                )
-                for i, v in zip(judged, found):
-                    verdicts[i] = v
-            each = 1000 * (time.perf_counter() - started) / max(len(judged), 1)
+            with stopwatch() as took:
+                if judged:
+                    found = self.judge.judge_all(
+                        [queries[i] for i in judged],
+                        [claims[i] for i in judged],
+                        [[self.chunks[p] for p in contexts[i]] for i in judged],
+                    )
+                    for i, v in zip(judged, found):
+                        verdicts[i] = v
             for i in judged:
-                latency[i]["judge"] = each
+                latency[i]["judge"] = took.ms_each(len(judged))
         else:
             for i in judged:
-                started = time.perf_counter()
-                verdicts[i] = self.judge.judge(
-                    queries[i], claims[i], [self.chunks[p] for p in contexts[i]]
-                )
-                latency[i]["judge"] = 1000 * (time.perf_counter() - started)
+                with stopwatch() as took:
+                    verdicts[i] = self.judge.judge(
+                        queries[i], claims[i], [self.chunks[p] for p in contexts[i]]
+                    )
+                latency[i]["judge"] = took.ms_each(1)
         relevance = self._grade_relevance(queries, generations, latency)
         return [
             QueryResult(s, g, c, v, ctx, t, r)
@@ -497,15 +502,14 @@ class Pipeline:
         answered = [i for i, g in enumerate(generations) if not g.refused]
         if not answered:
             return graded
-        started = time.perf_counter()
-        found = self.judge.grade_relevance(
-            [queries[i] for i in answered],
-            [strip_markers(generations[i].answer) for i in answered],
-        )
-        each = 1000 * (time.perf_counter() - started) / len(answered)
+        with stopwatch() as took:
+            found = self.judge.grade_relevance(
+                [queries[i] for i in answered],
+                [strip_markers(generations[i].answer) for i in answered],
+            )
         for i, grade in zip(answered, found):
             graded[i] = grade
-            latency[i]["judge"] += each
+            latency[i]["judge"] += took.ms_each(len(answered))
         return graded
 
 
@@ -578,48 +582,3 @@ def _difference(after: Any, before: Any) -> Any:
             for k, v in after.items()
         }
     return after - (before or 0)
-
-
-def _plain(value: Any) -> Any:
-    return dataclasses.asdict(value)
-
-
-def _rebuild(cls, data: dict) -> Any:
-    """A frozen dataclass from its JSON form (lists back to tuples where the field is one)."""
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            value = data[f.name]
-            if isinstance(value, list) and str(f.type).startswith("tuple"):
-                value = tuple(value)
-            kwargs[f.name] = value
-    return cls(**kwargs)
-
-
-def _relevance(data: dict | None) -> Relevance | None:
-    return None if data is None else _rebuild(Relevance, data)
-
-
-def _record(query_id: str, key: str, result: QueryResult) -> dict | None:
-    """A result's generation, claims and verdicts as a JSON-able checkpoint record, or None
-    when they would not come back equal from JSON (then the query is recomputed on resume)."""
-    record = {
-        "query_id": query_id,
-        "key": key,
-        "generation": _plain(result.generation),
-        "claims": [_plain(c) for c in result.claims],
-        "verdicts": [_plain(v) for v in result.verdicts],
-        "relevance": None if result.relevance is None else _plain(result.relevance),
-        "latency_ms": {s: result.latency_ms.get(s) for s in CHECKPOINTED_LATENCY},
-    }
-    try:
-        back = json.loads(json.dumps(record, ensure_ascii=False, allow_nan=False))
-        same = (
-            _rebuild(Generation, back["generation"]) == result.generation
-            and [_rebuild(Claim, c) for c in back["claims"]] == list(result.claims)
-            and [_rebuild(Verdict, v) for v in back["verdicts"]] == list(result.verdicts)
-            and _relevance(back.get("relevance")) == result.relevance
-        )
-    except (TypeError, ValueError):
-        return None
-    return back if same else None

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
-from rag_bench.errors import UsageError
+from rag_bench.errors import UsageError, first_line
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -144,7 +144,7 @@ class RayExecutor:
             except (ConnectionError, ValueError, RuntimeError) as error:
                 raise UsageError(
                     f"cannot start or reach Ray at {self.address or 'this machine'}: "
-                    f"{_first_line(error)}",
+                    f"{first_line(error)}",
                     "check --address (e.g. ray://head:10001 or auto) and that the cluster runs",
                 ) from None
             self.started_here = True
@@ -160,7 +160,7 @@ class RayExecutor:
                 entry = (shared, self.ray.put(shared))
             except (TypeError, AttributeError, pickle.PicklingError) as error:
                 raise UsageError(
-                    f"cannot send the pipeline to Ray workers: {_first_line(error)}",
+                    f"cannot send the pipeline to Ray workers: {first_line(error)}",
                     "every component must pickle (a plugin with a C object or an open "
                     "connection can rebuild it in __setstate__); or use --executor local",
                 ) from None
@@ -221,15 +221,10 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
         socket.create_connection((host, int(port)), timeout=timeout_s).close()
     except OSError as error:
         raise UsageError(
-            f"cannot reach Ray at {address}: {error.strerror or _first_line(error)}",
+            f"cannot reach Ray at {address}: {error.strerror or first_line(error)}",
             "check --address (the head's host:port, or auto on a cluster node) and that "
             "the cluster runs",
         ) from None
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 _WORKER_SHARED: dict[str, Any] = {}  # in a Ray worker: shared objects it has already read

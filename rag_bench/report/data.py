@@ -1,10 +1,11 @@
 """Everything the report shows, read from the store as plain tables before any HTML is written.
 
 The statistics are those of the commands: the paired comparison is ``analysis.compare``'s, what
-changed is ``analysis.compare.diff``'s, the diagnosis ``analysis.diagnose``'s, and the metrics
-collapsed to one line are compare's constant metrics. This module adds only what the page needs
-around them: each run's mean with an interval, the per-query pairs of the scatter, the failure
-classes, the traces of the changed queries and the manifests.
+changed is ``analysis.diff``'s, the diagnosis ``analysis.diagnose``'s, the slices
+``analysis.slices``', and the metrics collapsed to one line are compare's constant metrics. This
+module adds only what the page needs around them: each run's mean with an interval, the
+per-query pairs of the scatter, the failure classes, the traces of the changed queries and the
+manifests.
 """
 
 from __future__ import annotations
@@ -16,23 +17,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_bench.analysis.compare import (
-    Comparison,
-    compare,
-    constant_metrics,
-    diff,
-    metric_cutoff,
-    query_slices,
-    same_dataset,
-)
+from rag_bench.analysis.compare import Comparison, compare, constant_metrics
 from rag_bench.analysis.diagnose import cutoffs, diagnose_run
+from rag_bench.analysis.diff import diff, metric_cutoff
+from rag_bench.analysis.pairing import same_dataset
+from rag_bench.analysis.reads import Traces, chosen_metrics, load_traces, metric_values, query_rows
+from rag_bench.analysis.slices import Labels, check_slice, in_slice, query_slices, slice_names
 from rag_bench.errors import UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.diagnosis import FAILURE_CLASSES
-from rag_bench.evaluation.measures import canonical, canonical_names, headline_metrics, not_stored
+from rag_bench.evaluation.measures import canonical
 from rag_bench.evaluation.stats import MAX_RESAMPLES, TESTS, bootstrap_ci
-from rag_bench.evaluation.summary import slice_order
 from rag_bench.report.manifests import manifest_table
-from rag_bench.report.traces import Traces, load_traces
 from rag_bench.runs import RunStore, StoredRun, open_runs
 
 
@@ -83,46 +78,29 @@ def run_labels(runs: list[StoredRun]) -> dict[str, str]:
     }
 
 
+QUERY_COLUMNS = [
+    "run_id",
+    "query_id",
+    "category",
+    "tags",
+    "query",
+    "answer",
+    "refused",
+    "failure_class",
+    "n_relevant",
+]
+
+
 def _load(con, metric: str, metrics: Sequence[str] | None):
     """The defined values of the chosen metrics (and ``metric``), and every query row."""
-    available = [r[0] for r in con.sql("SELECT DISTINCT metric FROM metrics ORDER BY 1").fetchall()]
-    chosen = canonical_names(metrics) if metrics else headline_metrics()
-    chosen = chosen if metrics else [m for m in chosen if m in available]
-    for name in [metric, *chosen]:
-        if name not in available:
-            raise not_stored("metric in these runs", name, available)
-    wanted = ", ".join("'" + m.replace("'", "''") + "'" for m in dict.fromkeys([*chosen, metric]))
-    values = con.sql(
-        "SELECT run_id, query_id, metric, value FROM metrics "
-        f"WHERE metric IN ({wanted}) AND value IS NOT NULL"
-    ).df()
-    queries = con.sql(
-        "SELECT run_id, query_id, category, tags, query, answer, refused, failure_class, "
-        "n_relevant FROM queries"
-    ).df()
-    return values, queries, chosen
+    chosen = chosen_metrics(con, metrics, required=[metric])
+    values = metric_values(con, list(dict.fromkeys([*chosen, metric])), defined_only=True)
+    return values, query_rows(con, QUERY_COLUMNS), chosen
 
 
-def slice_labels(
-    queries: pd.DataFrame, runs: list[StoredRun], slice_by: str | None
-) -> dict[str, list[str]]:
-    """Each query's slices, as ``compare`` reads them: from the first run that has the query."""
-    labels: dict[str, list[str]] = {}
-    for run in reversed(runs):
-        labels.update(query_slices(queries, run.run_id, slice_by))
-    return labels
-
-
-def _slices_of(labels: dict[str, list[str]]) -> list[str]:
-    return ["all", *slice_order({s for names in labels.values() for s in names})]
-
-
-def _in_slice(frame: pd.DataFrame, name: str, labels: dict[str, list[str]]) -> pd.DataFrame:
+def _in_slice(frame: pd.DataFrame, name: str, labels: Labels) -> pd.DataFrame:
     """The rows of ``frame`` whose query lies in slice ``name`` (every row for ``all``)."""
-    if name == "all":
-        return frame
-    mask = np.array([name in labels.get(q, []) for q in frame["query_id"]], dtype=bool)
-    return frame[mask]
+    return frame[in_slice(frame["query_id"], name, labels)]
 
 
 def undefined_metrics(
@@ -137,7 +115,7 @@ def undefined_metrics(
 
 def mean_intervals(
     values: pd.DataFrame,
-    labels: dict[str, list[str]],
+    labels: Labels,
     runs: list[StoredRun],
     metrics: Sequence[str],
     resamples: int = 10_000,
@@ -146,7 +124,7 @@ def mean_intervals(
     """Per slice, metric and run: the mean over defined values and a 95 % bootstrap interval;
     no row where the slice has no defined value."""
     rows = []
-    slices = _slices_of(labels)
+    slices = slice_names(labels)
     for metric in metrics:
         for run in runs:
             chosen = values[(values["run_id"] == run.run_id) & (values["metric"] == metric)]
@@ -176,7 +154,7 @@ def query_pairs(
     first: StoredRun,
     last: StoredRun,
     metric: str,
-    labels: dict[str, list[str]],
+    labels: Labels,
     slice_by: str | None,
 ) -> pd.DataFrame:
     """One row per query both runs defined ``metric`` for: a (first run), b (last), delta, and
@@ -203,14 +181,12 @@ def failure_order(names: set[str]) -> list[str]:
     return known + sorted(names - set(known))
 
 
-def failure_breakdown(
-    queries: pd.DataFrame, labels: dict[str, list[str]], runs: list[StoredRun]
-) -> pd.DataFrame:
+def failure_breakdown(queries: pd.DataFrame, labels: Labels, runs: list[StoredRun]) -> pd.DataFrame:
     """Per run and slice (plus ``all``): how many queries fell in each failure class."""
     rows = []
     for run in runs:
         mine = queries[queries["run_id"] == run.run_id]
-        for name in _slices_of(labels):
+        for name in slice_names(labels):
             chosen = _in_slice(mine, name, labels)
             counts = chosen["failure_class"].fillna("?").value_counts()
             for failure in failure_order(set(counts.index)):
@@ -249,7 +225,7 @@ def _diagnosis(store: RunStore, runs: list[StoredRun], slice_by: str | None):
     except UsageError as exc:
         return None, str(exc)
     against = runs[0] if len(runs) > 1 else None
-    return diagnose_run(store, last, against, slice_by or "none"), ""
+    return diagnose_run(store, last, against, slice_by), ""
 
 
 def report_data(
@@ -274,6 +250,7 @@ def report_data(
     check_number("seed", seed, 0, whole=True)
     if test not in TESTS:  # checked here too: a single run is never compared
         raise UnknownNameError("test", test, list(TESTS))
+    check_slice(slice_by)
     metric = canonical(metric)
     store = open_runs(runs_dir)
     runs = _resolve(store, refs, allow_mismatch)
@@ -281,7 +258,7 @@ def report_data(
     ids = [r.run_id for r in runs]
     con = store.connect(runs)
     values, queries, chosen = _load(con, metric, metrics)
-    labels = slice_labels(queries, runs, slice_by)
+    labels = query_slices(queries, slice_by, ids)  # each query's from the first run holding it
     undefined = undefined_metrics(values, runs, list(dict.fromkeys([*chosen, metric])))
     comparison = (
         compare(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag_bench.analysis.compare import TIE
+from rag_bench.analysis.pairing import TIE
 from rag_bench.evaluation.measures import improvement, lower_is_better
 from rag_bench.evaluation.summary import slice_order
 from rag_bench.report.html import e, metric_title

@@ -10,7 +10,7 @@ import html
 import numpy as np
 import pandas as pd
 
-from rag_bench.analysis.compare import TIE
+from rag_bench.analysis.pairing import TIE
 from rag_bench.evaluation.measures import improvement, lower_is_better
 
 

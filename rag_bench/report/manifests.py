@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from rag_bench.experiment.runner import Selection
+from rag_bench.data.selection import Selection
 from rag_bench.runs import StoredRun
 
 SELECTION_KEYS = tuple(Selection().record())  # tier, tag, sample, seed: as the manifest keeps them

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_bench.errors import RagBenchError
+from rag_bench.errors import RagBenchError, first_line
 from rag_bench.runs.folder import RunsFolder
 from rag_bench.runs.ids import is_run_id
 from rag_bench.runs.layout import (
@@ -282,8 +282,3 @@ def read_table(run: RunLocation, table: str):
         data = data.set_column(at, REPEAT, pc.fill_null(data.column(at), 0))
     data = data.add_column(0, "run_id", pa.array([run.run_id] * data.num_rows, pa.string()))
     return data.add_column(1, "variant", pa.array([run.variant] * data.num_rows, pa.string()))
-
-
-def first_line(exc: Exception | str) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.errors import RagBenchError, UsageError, first_line
 
 URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)
 
@@ -264,7 +264,7 @@ def _other_filesystem(url: str, scheme: str):
     except (ArrowInvalid, ValueError) as exc:
         reason = str(exc)
     except OSError as exc:
-        raise RemoteError(f"cannot open the runs folder {url}: {_first_line(exc)}", _HINT) from None
+        raise RemoteError(f"cannot open the runs folder {url}: {first_line(exc)}", _HINT) from None
     try:
         import fsspec
     except ImportError:
@@ -283,7 +283,7 @@ def _other_filesystem(url: str, scheme: str):
         else "install fsspec and its implementation of that scheme"
     )
     raise UsageError(
-        f"--runs-dir {url}: no filesystem for {scheme}:// ({_first_line(reason)})",
+        f"--runs-dir {url}: no filesystem for {scheme}:// ({first_line(reason)})",
         f"use a local path, file:///path or s3://bucket/prefix, or {extra}",
     )
 
@@ -324,7 +324,7 @@ def remote_error(folder: RunsFolder, doing: str, exc: Exception) -> RemoteError:
         )
     ):
         return RemoteError(
-            f"{doing} the runs folder {folder.given}: access denied ({_first_line(text)})",
+            f"{doing} the runs folder {folder.given}: access denied ({first_line(text)})",
             "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to credentials "
             f"that may use s3://{bucket}",
         )
@@ -335,9 +335,4 @@ def remote_error(folder: RunsFolder, doing: str, exc: Exception) -> RemoteError:
             + " is unreachable",
             "check the network and AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_S3)",
         )
-    return RemoteError(f"{doing} {folder.given}: {_first_line(text)}", _HINT)
-
-
-def _first_line(exc: Exception | str) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    return RemoteError(f"{doing} {folder.given}: {first_line(text)}", _HINT)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from rag_bench.errors import RagBenchError
+from rag_bench.pipeline import LATENCY_STAGES
 from rag_bench.runs.folder import RunsFolder
 
 SCHEMA_VERSION = 2  # 2: hive-partitioned tables without run_id inside, _manifests/<run_id>.json
@@ -54,10 +55,7 @@ def schema(table: str):
     if table not in TABLES:
         raise KeyError(table)
     if table == "queries":
-        latency = [
-            (f"latency_ms_{s}", pa.float64())
-            for s in ("retrieve", "fusion", "rerank", "generate", "judge", "total")
-        ]
+        latency = [(f"latency_ms_{s}", pa.float64()) for s in (*LATENCY_STAGES, "total")]
         columns = [
             ("query_id", pa.string()),
             ("category", pa.string()),

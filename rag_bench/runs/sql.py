@@ -21,9 +21,9 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from rag_bench.errors import RagBenchError
+from rag_bench.errors import RagBenchError, first_line
 from rag_bench.io.pause import pause_point
-from rag_bench.runs.catalog import StoredRun, first_line
+from rag_bench.runs.catalog import StoredRun
 from rag_bench.runs.folder import RunsFolder
 from rag_bench.runs.layout import REPEAT, REPEATED, TABLES, RunLocation, view_schema
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_bench.errors import RagBenchError
-from rag_bench.runs.catalog import first_line, is_stored, legacy_runs, read_manifest
+from rag_bench.errors import RagBenchError, first_line
+from rag_bench.runs.catalog import is_stored, legacy_runs, read_manifest
 from rag_bench.runs.commit import remove_run, write_run
 from rag_bench.runs.folder import RunsFolder
 from rag_bench.runs.ids import Locks

@@ -25,7 +25,7 @@ def runs(tmp_path_factory):
 def test_symptoms_of_the_seed_example(runs):
     store = open_runs(runs)
     annotated = [r for r in store.list() if r.manifest["judge"]["name"] == "annotated"][0]
-    table = diagnose_run(store, annotated, slice_by="none").set_index("symptom")
+    table = diagnose_run(store, annotated, slice_by=None).set_index("symptom")
     # q1 has one unsupported claim of three (faithfulness 2/3) and a citation to a document
     # that does not support its claim; q2 has no citation, so it is not counted there
     assert table.loc["unsupported claims", ["n", "of"]].tolist() == [1, 2]
@@ -39,7 +39,7 @@ def test_symptoms_of_the_seed_example(runs):
 def test_against_pairs_the_same_queries(runs, rag_bench):
     store = open_runs(runs)
     annotated, lexical = sorted(store.list(), key=lambda r: r.manifest["judge"]["name"])
-    table = diagnose_run(store, lexical, annotated, slice_by="none").set_index("symptom")
+    table = diagnose_run(store, lexical, annotated, slice_by=None).set_index("symptom")
     row = table.loc["unsupported claims"]
     assert row["n_against"] == 1
     assert row["delta"] == pytest.approx(row["share"] - row["share_against"])

@@ -20,11 +20,8 @@ from processes import SMOKE, Process, age, assert_same_traces, hidden, visible
 from runs_helpers import locate, manifest_file
 
 from conftest import SHIPPED
-from rag_bench.experiment.runner import (
-    interrupted_status,
-    interruptible,
-    run_variant,
-)
+from rag_bench.experiment.runner import run_variant
+from rag_bench.io.signals import interrupted_status, interruptible
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),

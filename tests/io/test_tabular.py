@@ -12,8 +12,8 @@ import pytest
 from rag_bench import Qrels, Run, evaluate_run, load_run
 from rag_bench.errors import DataError
 from rag_bench.evaluation import retrieval
-from rag_bench.io import tabular
-from rag_bench.io.tabular import IdColumn
+from rag_bench.io import idhash, tabular
+from rag_bench.io.idhash import IdColumn
 
 IDS = [
     "",
@@ -84,6 +84,7 @@ def test_a_file_runs_doc_ids_are_strings_that_evaluate_like_the_dict(tmp_path):
 def row_block(request, monkeypatch):
     """Rows hashed, keyed and checked for duplicates in one block, or in many tiny ones."""
     if request.param:
+        monkeypatch.setattr(idhash, "ROW_BLOCK", request.param)
         monkeypatch.setattr(tabular, "ROW_BLOCK", request.param)
         monkeypatch.setattr(retrieval, "ROW_BLOCK", request.param)
 
@@ -115,7 +116,7 @@ def test_colliding_hashes_change_no_number_and_raise_no_false_duplicate(
     judged = ["q1 0 d1 2", "q1 0 d10 1", "q1 0 d11 0", "q2 0 d9 1", "q2 0 d12 3", "q3 0 d6 1"]
     qrels_path = write(tmp_path / "qrels.txt", judged)
     expected = evaluate_run(qrels_path, run_path, METRICS).per_query
-    monkeypatch.setattr(tabular, "_string_hashes", _hash_by_length)
+    monkeypatch.setattr(idhash, "_string_hashes", _hash_by_length)
     got = evaluate_run(qrels_path, run_path, METRICS).per_query
     pd.testing.assert_frame_equal(got, expected)
     with pytest.raises(DataError, match="twice"):
@@ -141,4 +142,4 @@ def test_take_across_chunks_keeps_the_order_asked_for(rows):
         [pa.array(["a", "b"]), pa.array([], pa.string()), pa.array(["c", "d", "e"])]
     )
     rows = np.array(rows, dtype=np.int64)
-    assert tabular.take(values, rows).to_pylist() == [values[int(i)].as_py() for i in rows]
+    assert idhash.take(values, rows).to_pylist() == [values[int(i)].as_py() for i in rows]

@@ -15,8 +15,9 @@ import pytest
 from runs_helpers import locate, manifest_file, read_table, write_table
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
-from rag_bench.analysis.compare import compare, diff
+from rag_bench.analysis.compare import compare
 from rag_bench.analysis.diagnose import diagnose
+from rag_bench.analysis.diff import diff
 from rag_bench.errors import UnknownNameError
 from rag_bench.evaluation.stats import bootstrap_ci
 from rag_bench.experiment.runner import Selection, run_variant

@@ -1,0 +1,106 @@
+"""Pairing runs query by query: which runs may be paired, and the paired values of each
+(compared run, metric, slice) over the queries both runs answered."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rag_bench.analysis.slices import Labels, in_slice, slice_names
+from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.runs import RunStore, StoredRun
+
+TIE = 1e-12  # two values closer than this are a tie (neither a win nor a loss)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The values of ``metric`` in one slice: ``a`` of the baseline, ``b`` of the compared run,
+    query by query."""
+
+    slice: str
+    metric: str
+    run_a: str
+    run_b: str
+    a: np.ndarray
+    b: np.ndarray
+
+    def key(self) -> dict[str, str]:
+        return {
+            "slice": self.slice,
+            "metric": self.metric,
+            "run_a": self.run_a,
+            "run_b": self.run_b,
+        }
+
+    @property
+    def differences(self) -> np.ndarray:
+        return self.b - self.a
+
+
+def comparable_runs(store: RunStore, refs: Sequence[str], allow_mismatch: bool) -> list[StoredRun]:
+    """The runs of ``refs`` (two or more, each once), made on one dataset unless
+    ``allow_mismatch``."""
+    if len(refs) < 2:
+        raise UsageError(
+            "compare needs at least two runs",
+            "e.g. rag-bench compare latest:baseline latest:hybrid",
+        )
+    runs = [store.get(ref) for ref in refs]
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) < len(ids):
+        raise UsageError(
+            f"run {ids[0] if ids.count(ids[0]) > 1 else ids[1]} is compared with itself",
+            "name two different runs",
+        )
+    if not allow_mismatch:
+        same_dataset(runs)
+    return runs
+
+
+def same_dataset(runs: Sequence[StoredRun]) -> None:
+    """Refuse runs made on different datasets: pairing their query ids would compare unrelated
+    queries (or none at all) without a word."""
+    if len({r.dataset_sha256 for r in runs}) > 1:
+        names = ", ".join(f"{r.run_id} ({r.manifest.get('dataset', {}).get('name')})" for r in runs)
+        raise RagBenchError(
+            f"the runs were made on different datasets: {names}",
+            "pass --allow-mismatch to pair the shared query ids anyway",
+        )
+
+
+def paired_values(
+    values: pd.DataFrame,
+    queries: pd.DataFrame,
+    runs: Sequence[StoredRun],
+    metrics: Sequence[str],
+    labels: Labels,
+) -> tuple[list[Pair], dict[str, int]]:
+    """Every run after the first paired with the first, per metric and slice (``all`` first),
+    over the queries both hold and both define the metric for; a slice with no such query has
+    no pair. Also the number of shared queries per compared run."""
+    base = runs[0].run_id
+    wide = values.pivot_table(
+        index=["metric", "query_id"], columns="run_id", values="value", aggfunc="first"
+    )
+    found, n_paired = [], {}
+    for other in (r.run_id for r in runs[1:]):
+        shared = set(queries.loc[queries["run_id"] == base, "query_id"]) & set(
+            queries.loc[queries["run_id"] == other, "query_id"]
+        )
+        n_paired[other] = len(shared)
+        slices = slice_names(labels, shared)
+        for metric in metrics:
+            both = wide.loc[metric, [base, other]].dropna() if metric in wide.index else None
+            if both is None:
+                continue
+            both = both[both.index.isin(shared)]
+            for name in slices:
+                chosen = both[in_slice(both.index, name, labels)]
+                if not chosen.empty:
+                    a, b = chosen[base].to_numpy(), chosen[other].to_numpy()
+                    found.append(Pair(name, metric, base, other, a, b))
+    return found, n_paired
