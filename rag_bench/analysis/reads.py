@@ -58,11 +58,11 @@ def chosen_metrics(con, metrics: Sequence[str] | None, required: Sequence[str] =
 
 
 def metric_values(con, metrics: Sequence[str], defined_only: bool = False) -> pd.DataFrame:
-    """run_id, query_id, metric, value of ``metrics`` in every run (NULLs too unless
-    ``defined_only``)."""
+    """run_id, query_id, metric, value, repeat of ``metrics`` in every run (NULLs too unless
+    ``defined_only``); a run with repeats has one row per repeat."""
     defined = " AND value IS NOT NULL" if defined_only else ""
     return con.execute(
-        "SELECT run_id, query_id, metric, value FROM metrics "
+        'SELECT run_id, query_id, metric, value, "repeat" FROM metrics '
         f"WHERE list_contains(?, metric){defined}",
         [list(metrics)],
     ).df()

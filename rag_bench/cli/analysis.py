@@ -1,4 +1,5 @@
-"""`rag-bench compare`, `diff`, `gate`, `diagnose` and `report`: what changed between runs."""
+"""`rag-bench compare`, `diff`, `gate`, `diagnose`, `noise` and `report`: what changed between
+runs, and how much a run varies with its repeats."""
 
 from __future__ import annotations
 
@@ -36,6 +37,24 @@ def diagnose_command(run, against, slice_by, runs_dir, fmt):
     table = diagnose(store, run, against, slice_by)
     # on a narrow terminal the counts behind the shares and the example ids go first
     click.echo(render(table, fmt, drop=("cleared", "appeared", "of", "n_against", "examples")))
+
+
+@click.command("noise")
+@click.argument("run")
+@click.option("--per-query", is_flag=True, help="One row per query and metric or verdict.")
+@runs_dir_option()
+@format_option(FORMATS)
+def noise_command(run, per_query, runs_dir, fmt):
+    """How a run made with --repeats varies from repeat to repeat: per answer metric and verdict
+    (refused, failure_class), the flip rate (share of queries whose repeats disagree) and the
+    mean std and range over queries; --per-query lists each query."""
+    from rag_bench.analysis.noise import run_noise
+    from rag_bench.cli.render import render
+
+    rows, summary = run_noise(open_store(runs_dir), run)
+    if rows.empty:
+        click.echo(f"run {run} has no query answered in two repeats (see run --repeats)", err=True)
+    click.echo(render(rows if per_query else summary, fmt))
 
 
 @click.command("compare")
@@ -141,7 +160,9 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     click.echo(gate_output(result, fmt))
-    click.echo("gate: " + ("passed" if result.passed else "FAILED"), err=True)
+    unstable = int((result.rows["verdict"] == "unstable").sum())
+    noisy = f" ({unstable} unstable: within the run-to-run noise)" if unstable else ""
+    click.echo("gate: " + ("passed" if result.passed else "FAILED") + noisy, err=True)
     if not result.passed:
         raise SystemExit(1)
 

@@ -52,6 +52,7 @@ for command in (
     analysis.diff_command,
     analysis.gate_command,
     analysis.diagnose_command,
+    analysis.noise_command,
     analysis.report_command,
     exchange.import_command,
     exchange.export_command,

@@ -380,7 +380,9 @@ def _answer_repeats(plan, pipeline, queries, tables, saver, progress, executor) 
     repeated = plan.header.get("repeats", {"n": 1, "seeds": {}})
     for repeat in range(1, repeated["n"]):
         config = repeat_config(plan.resolved, repeated["seeds"], repeat)
-        again = Pipeline(config, pipeline.cache)
+        # a cache of its own over the same folder: the first one's memory holds the first
+        # pipeline's components, which this one's would never be loaded into
+        again = Pipeline(config, Cache(pipeline.cache.root))
         again.index(plan.data, executor)
         answers = again.answer(queries, plan.depth, progress, None, executor)
         judge = config["judge"]["name"]
