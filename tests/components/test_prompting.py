@@ -52,6 +52,8 @@ def test_a_file_and_inline_text(tmp_path, monkeypatch):
     assert from_file.sha256 == sha256("Answer in one sentence [doc].\n")
     inline = read_prompt("Be brief.")
     assert (inline.source, inline.text) == ("inline", "Be brief.")
+    long_line = "Answer from the passages only, citing each one. " * 20  # too long for a name
+    assert read_prompt(long_line).source == "inline"
 
 
 def test_placeholders_make_the_whole_user_message_and_nothing_else_is_a_placeholder():
