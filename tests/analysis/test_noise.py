@@ -175,3 +175,37 @@ def test_a_repeats_manifest_is_recorded(runs):
     manifest = json.loads(manifest_file(folder, ids["base"]).read_text())
     assert manifest["repeats"] == {"n": 1, "seeds": {}}
     assert locate(folder, ids["noisy"]).run_id == "noisy"
+
+
+@pytest.mark.llm
+def test_the_real_model_sampling_stores_every_repeat(real_smollm2, tmp_path, index_cache):
+    """SmolLM2 at temperature 1: two repeats with their own seeds, both stored, and the noise
+    read back from them."""
+    options = (
+        "generator.name=llama_cpp",
+        "generator.temperature=1.0",
+        "generator.max_tokens=24",
+        "generator.context_k=1",
+    )
+    stored = run_variant(
+        "baseline",
+        SHIPPED,
+        overrides=options,
+        selection=Selection(tag="smoke", sample=3, seed=2),
+        runs_dir=tmp_path,
+        cache_dir=index_cache,
+        repeats=2,
+    )
+    seeds = stored.manifest["repeats"]["seeds"]["generator.seed"]
+    assert stored.manifest["repeats"]["n"] == 2 and seeds[0] == 0 and seeds[1] != 0
+    queries = stored.queries
+    assert sorted(queries["repeat"].unique()) == [0, 1]
+    answers = queries.pivot(index="query_id", columns="repeat", values="answer")
+    assert len(answers) == 3 and (answers[0] != answers[1]).any()  # sampled: answers differ
+    assert (stored.metrics.groupby("repeat").size() == len(stored.metrics) / 2).all()
+    retrieved = stored.tables["retrieved"]
+    assert "repeat" not in retrieved and not retrieved.duplicated().any()  # retrieval once
+    rows = query_noise(stored.metrics, queries)
+    lengths = rows[rows["measure"] == "answer_length"]
+    changed = answers[0] != answers[1]
+    assert set(lengths.loc[lengths["flipped"] == 1, "query_id"]) <= set(changed[changed].index)
