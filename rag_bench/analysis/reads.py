@@ -69,9 +69,9 @@ def metric_values(con, metrics: Sequence[str], defined_only: bool = False) -> pd
 
 
 def run_metric_values(con, run_id: str) -> pd.DataFrame:
-    """query_id, metric, value of every metric of one run."""
+    """query_id, metric, value of every metric of one run (repeat 0 of a run with repeats)."""
     return con.execute(
-        "SELECT query_id, metric, value FROM metrics WHERE run_id = ?", [run_id]
+        'SELECT query_id, metric, value FROM metrics WHERE run_id = ? AND "repeat" = 0', [run_id]
     ).df()
 
 
@@ -86,11 +86,13 @@ def metric_means(con, metrics: Sequence[str]) -> pd.DataFrame:
 
 def query_rows(con, columns: Sequence[str], run_id: str | None = None) -> pd.DataFrame:
     """The ``columns`` of the queries table (known column names, never user text): of every
-    run, or of ``run_id``."""
+    run, or of ``run_id``; one row per query (repeat 0 of a run with repeats)."""
     listed = ", ".join(columns)
     if run_id is None:
-        return con.execute(f"SELECT {listed} FROM queries").df()
-    return con.execute(f"SELECT {listed} FROM queries WHERE run_id = ?", [run_id]).df()
+        return con.execute(f'SELECT {listed} FROM queries WHERE "repeat" = 0').df()
+    return con.execute(
+        f'SELECT {listed} FROM queries WHERE run_id = ? AND "repeat" = 0', [run_id]
+    ).df()
 
 
 def relevant_top(con, run_id: str, k: int) -> dict[str, dict[str, int]]:
@@ -157,8 +159,9 @@ def load_traces(con, run_ids: Sequence[str], query_ids: Sequence[str], cutoff: i
         )
     where = "list_contains(?, run_id) AND list_contains(?, query_id)"
     chosen = [list(run_ids), list(query_ids)]
+    answered = f'{where} AND "repeat" = 0'  # a run with repeats: its repeat 0
     queries = con.execute(
-        f"SELECT {', '.join(QUERY_COLUMNS)} FROM queries WHERE {where}", chosen
+        f"SELECT {', '.join(QUERY_COLUMNS)} FROM queries WHERE {answered}", chosen
     ).df()
     rankings = con.execute(
         f"SELECT {', '.join(RANKING_COLUMNS)} FROM retrieved WHERE {where} "
@@ -166,7 +169,7 @@ def load_traces(con, run_ids: Sequence[str], query_ids: Sequence[str], cutoff: i
         [*chosen, DOCUMENTS_STAGE, cutoff],
     ).df()
     claims = con.execute(
-        f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE {where} "
+        f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE {answered} "
         "ORDER BY run_id, query_id, claim_id",
         chosen,
     ).df()

@@ -92,9 +92,12 @@ QUERY_COLUMNS = [
 
 
 def _load(con, metric: str, metrics: Sequence[str] | None):
-    """The defined values of the chosen metrics (and ``metric``), and every query row."""
+    """The defined values of the chosen metrics (and ``metric``), a query's the mean of its
+    repeats as in compare, and every query row."""
     chosen = chosen_metrics(con, metrics, required=[metric])
     values = metric_values(con, list(dict.fromkeys([*chosen, metric])), defined_only=True)
+    keys = ["run_id", "query_id", "metric"]
+    values = values.groupby(keys, as_index=False, sort=False)["value"].mean()
     return values, query_rows(con, QUERY_COLUMNS), chosen
 
 
