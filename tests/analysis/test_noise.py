@@ -209,3 +209,23 @@ def test_the_real_model_sampling_stores_every_repeat(real_smollm2, tmp_path, ind
     lengths = rows[rows["measure"] == "answer_length"]
     changed = answers[0] != answers[1]
     assert set(lengths.loc[lengths["flipped"] == 1, "query_id"]) <= set(changed[changed].index)
+
+
+def test_the_cli_refuses_repeats_that_cannot_differ(rag_bench, tmp_path):
+    from tests.conftest import assert_one_line_error
+
+    out = rag_bench("run", "--variant", "baseline", "--repeats", "0", "--runs-dir", tmp_path)
+    assert_one_line_error(out, "--repeats 0 is out of range")
+    out = rag_bench("run", "--variant", "baseline", "--repeats", "2", "--runs-dir", tmp_path)
+    assert_one_line_error(out, "no component of the variant samples", "generator.temperature")
+
+
+def test_the_noise_command_lists_flip_rates(rag_bench, runs):
+    folder, ids = runs
+    out = rag_bench("noise", ids["noisy"], "--runs-dir", folder, "--format", "json")
+    assert out.exit_code == 0, out.stderr
+    summary = {row["measure"]: row for row in json.loads(out.stdout)}
+    assert 0 < summary["answer_length"]["flip_rate"] <= 1
+    assert summary["refused"]["flip_rate"] == 0
+    lone = rag_bench("noise", ids["base"], "--runs-dir", folder)
+    assert lone.exit_code == 0 and "no query answered in two repeats" in lone.stderr
