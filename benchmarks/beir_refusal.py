@@ -58,6 +58,17 @@ def measure(variant: str, rule: str, folder: Path, cache: Path) -> dict:
     }
 
 
+def summary(rows: list[dict]) -> str:
+    """README's sentence of the rows: each run's over_refusal, refused of answerable."""
+    parts = [
+        f"{r['variant']} with refuse_on={r['refuse_on']}: over_refusal {r['over_refusal']:.3f} "
+        f"({r['refused']:,} of {r['answerable']:,} answerable queries refused, nDCG@10 "
+        f"{r['ndcg@10']:.3f})"
+        for r in rows
+    ]
+    return "; ".join(parts) + "."
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", help="a BEIR folder, BeIR-layout folder, zip or snapshot")
@@ -72,6 +83,7 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
     out = RESULTS_DIR / f"beir-{folder.name.rsplit('-', 1)[0]}-refusal.json"
     out.write_text(json.dumps({"dataset": folder.name, "rows": rows}, indent=1) + "\n")
+    print(summary(rows))
     print(f"wrote {out}")
 
 

@@ -34,3 +34,17 @@ def test_a_row_is_what_a_run_gives(index_cache):
     assert refusal_table.row("hybrid_rerank", "context", 0.2, "kestrel-kb", index_cache) == (
         pytest.approx(stored)
     )
+
+
+def test_readme_gives_the_arguana_refusals_as_computed():
+    import beir_refusal
+
+    stored = ROOT / "benchmarks" / "results" / "beir-arguana-refusal.json"
+    rows = json.loads(stored.read_text())["rows"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert beir_refusal.summary(rows) in readme
+    by_rule = {(r["variant"], r["refuse_on"]): r for r in rows}
+    assert (
+        by_rule["hybrid_rerank", "retrieval"]["refused"]
+        < by_rule["hybrid_rerank", "context"]["refused"]
+    )
