@@ -187,7 +187,10 @@ def _run_or_resume(ctx: click.Context, results: list) -> None:
 
 def _stored(result, results: list) -> None:
     """Say where a finished run was stored, and keep it for the summary."""
-    shown = f"stored run {result.run_id} ({len(result.queries)} queries) in {result.store}"
+    repeats = result.manifest.get("repeats", {}).get("n", 1)
+    times = f" × {repeats} repeats" if repeats > 1 else ""
+    queries = result.queries["query_id"].nunique()
+    shown = f"stored run {result.run_id} ({queries} queries{times}) in {result.store}"
     click.echo(shown, err=True)
     results.append(result)
 

@@ -48,3 +48,22 @@ def test_readme_gives_the_arguana_refusals_as_computed():
         by_rule["hybrid_rerank", "retrieval"]["refused"]
         < by_rule["hybrid_rerank", "context"]["refused"]
     )
+
+
+def test_readme_gives_the_measured_noise():
+    measured = json.loads((ROOT / "benchmarks" / "results" / "noise-smollm2.json").read_text())
+    rows = {r["measure"]: r for r in measured["summary"]}
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    length, faithful = rows["answer_length"], rows["faithfulness"]
+    assert f"{measured['queries']} smoke queries × {measured['repeats']['n']} repeats" in readme
+    assert f"answer_length flip rate {length['flip_rate']:.1f}, mean std" in readme
+    assert (
+        f"mean std {length['mean_std']:.1f} words, mean range {length['mean_range']:.1f}" in readme
+    )
+    assert f"(mean std {rows['answer_relevance']['mean_std']:.3f})" in readme
+    flipped = round(faithful["flip_rate"] * faithful["queries"])
+    assert (
+        f"faithfulness on {flipped} of {faithful['queries']} (mean std {faithful['mean_std']:.3f})"
+        in readme
+    )
+    assert rows["refused"]["flip_rate"] == rows["failure_class"]["flip_rate"] == 0
