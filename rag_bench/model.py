@@ -7,6 +7,7 @@ from or where it goes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,6 +62,17 @@ class Chunk:
     def index_text(self) -> str:
         """What retrievers index: the document title, then the passage."""
         return with_title(self.title, self.text)
+
+
+class Context(list):
+    """A query's final chunk ranking, best first, as the generator gets it: a list of
+    :class:`Chunk` with ``evidence``, the ranking before any reranker (the fusion stage's, else
+    the retriever's; the list itself without a reranker). A generator that decides whether to
+    answer on ``evidence`` cannot have that decision changed by a reranker's order or scale."""
+
+    def __init__(self, chunks: Iterable[Chunk] = (), evidence: Iterable[Chunk] | None = None):
+        super().__init__(chunks)
+        self.evidence: list[Chunk] = self if evidence is None else list(evidence)
 
 
 @dataclass(frozen=True)

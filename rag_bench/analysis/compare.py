@@ -23,6 +23,7 @@ from rag_bench.evaluation.stats import (
     minimum_detectable_effect,
     paired_p_values,
     queries_needed,
+    two_level_bootstrap_ci,
 )
 from rag_bench.runs import RunStore, open_runs
 
@@ -135,6 +136,10 @@ def paired_table(
     """compare's rows of ``pairs``: the statistics, Holm over the whole table, the MDE."""
     arrays = [(p.a, p.b) for p in pairs]
     stats = _statistics(arrays, [p.metric for p in pairs], test, resamples, seed)
+    for pair, row in zip(pairs, stats):  # runs with repeats: the noise in the interval too
+        if pair.a_repeats is not None and pair.b_repeats is not None:
+            interval = two_level_bootstrap_ci(pair.a_repeats, pair.b_repeats, 0.95, resamples, seed)
+            row["ci_low"], row["ci_high"] = interval
     table = pd.DataFrame([p.key() | row for p, row in zip(pairs, stats)])
     if table.empty:
         raise RagBenchError(
@@ -172,8 +177,11 @@ def compare(
     delta (b − a), a 95% bootstrap interval of the delta, the paired test's p-value,
     Holm–Bonferroni across the whole table, and wins / ties / losses (a win is a change for the
     better, which for a lower-is-better metric is a fall). A metric undefined for a query (NULL)
-    leaves that query out. ``runs_dir`` is the runs folder (a path, URL or :class:`RunStore`;
-    None: the default).
+    leaves that query out. A run with repeats counts each query once, at the mean of its
+    repeats, and the interval is a two-level bootstrap (queries, then each query's repeats:
+    :func:`~rag_bench.evaluation.stats.two_level_bootstrap_ci`), so it holds the noise of the
+    sampling components too; the test's p-value is over the query means. ``runs_dir`` is the
+    runs folder (a path, URL or :class:`RunStore`; None: the default).
     """
     check_options(test, alpha, resamples, seed, mde)
     check_slice(slice_by)

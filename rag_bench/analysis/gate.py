@@ -90,6 +90,12 @@ def gate(
 
     Worse is read from the metric catalogue: lower, except for the metrics where lower is better
     (``over_refusal``, ``answered_unanswerable``), where a rise is the regression.
+
+    When either run has repeats (``run --repeats``), a metric whose change lies within the
+    noise, ``|delta| <= 1.96 × the delta's standard error from the repeats alone`` (the queries
+    held fixed; :func:`~rag_bench.evaluation.stats.repeat_noise_se`), is ``unstable``: neither
+    passed nor failed, with a warning; it does not fail the gate (``passed`` is False only when
+    a metric failed), since the change is no evidence either way.
     """
     if require not in GATE_RULES:
         raise UnknownNameError("gate rule", require, list(GATE_RULES))
@@ -116,6 +122,11 @@ def gate(
         drop = -improvement(metric, row["delta"])
         significant = bool(row["p_adjusted"] < alpha)
         failed = drop > allowed and (rule == "drop" or significant)
+        noise = NOISE_Z * pair.noise_se
+        verdict = "fail" if failed else "pass"
+        if noise > 0 and abs(row["delta"]) <= noise:
+            verdict = "unstable"
+            warnings.append(_noise_warning(metric, row["delta"], noise))
         rows.append(
             {
                 "metric": metric,
@@ -127,12 +138,24 @@ def gate(
                 "n": row["n"],
                 "mde": mde,
                 "rule": rule,
-                "verdict": "fail" if failed else "pass",
+                "noise": noise,
+                "verdict": verdict,
                 "reason": _gate_reason(drop, allowed, significant, row["p_adjusted"], rule),
             }
         )
     table = pd.DataFrame(rows)
-    return GateResult(bool((table["verdict"] == "pass").all()), table, warnings)
+    return GateResult(bool((table["verdict"] != "fail").all()), table, warnings)
+
+
+NOISE_Z = 1.96  # the noise band: ± this many standard errors of the delta from repeats alone
+
+
+def _noise_warning(metric: str, delta: float, noise: float) -> str:
+    return (
+        f"{metric}: unstable, the change {delta:+.4f} lies within the run-to-run noise "
+        f"(±{noise:.4f} from the repeats); it neither passes nor fails: more repeats or "
+        "queries, or a lower temperature, would tell"
+    )
 
 
 def _gate_reason(drop: float, allowed: float, significant: bool, p_adj: float, rule: str) -> str:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from rag_bench.analysis.slices import Labels, in_slice, slice_names
 from rag_bench.errors import RagBenchError, UsageError
+from rag_bench.evaluation.stats import repeat_noise_se
 from rag_bench.runs import RunStore, StoredRun
 from rag_bench.runs.catalog import reference_on
 
@@ -20,7 +21,8 @@ TIE = 1e-12  # two values closer than this are a tie (neither a win nor a loss)
 @dataclass(frozen=True)
 class Pair:
     """The values of ``metric`` in one slice: ``a`` of the baseline, ``b`` of the compared run,
-    query by query."""
+    query by query (a run with repeats: the mean of each query's repeats, and every repeat in
+    ``a_repeats`` / ``b_repeats``, queries × repeats, NaN where a query has fewer)."""
 
     slice: str
     metric: str
@@ -28,6 +30,19 @@ class Pair:
     run_b: str
     a: np.ndarray
     b: np.ndarray
+    a_repeats: np.ndarray | None = None
+    b_repeats: np.ndarray | None = None
+
+    @property
+    def repeated(self) -> bool:
+        return self.a_repeats is not None
+
+    @property
+    def noise_se(self) -> float:
+        """The standard error of the delta from the repeats alone (0 without repeats)."""
+        if self.a_repeats is None or self.b_repeats is None:
+            return 0.0
+        return repeat_noise_se(self.a_repeats, self.b_repeats)
 
     def key(self) -> dict[str, str]:
         return {
@@ -102,11 +117,13 @@ def paired_values(
 ) -> tuple[list[Pair], dict[str, int]]:
     """Every run after the first paired with the first, per metric and slice (``all`` first),
     over the queries both hold and both define the metric for; a slice with no such query has
-    no pair. Also the number of shared queries per compared run."""
+    no pair. Also the number of shared queries per compared run. A query's value in a run with
+    repeats is the mean of its defined repeats, and the pair keeps every repeat."""
     base = runs[0].run_id
     wide = values.pivot_table(
-        index=["metric", "query_id"], columns="run_id", values="value", aggfunc="first"
+        index=["metric", "query_id"], columns="run_id", values="value", aggfunc="mean"
     )
+    repeats = _repeat_values(values)
     found, n_paired = [], {}
     for other in (r.run_id for r in runs[1:]):
         shared = set(queries.loc[queries["run_id"] == base, "query_id"]) & set(
@@ -123,5 +140,25 @@ def paired_values(
                 chosen = both[in_slice(both.index, name, labels)]
                 if not chosen.empty:
                     a, b = chosen[base].to_numpy(), chosen[other].to_numpy()
-                    found.append(Pair(name, metric, base, other, a, b))
+                    each = [_matrix(repeats, metric, run, chosen.index) for run in (base, other)]
+                    found.append(Pair(name, metric, base, other, a, b, *each))
     return found, n_paired
+
+
+def _repeat_values(values: pd.DataFrame) -> pd.DataFrame | None:
+    """Defined values by (metric, query_id) and (run_id, repeat), when any run has repeats."""
+    if "repeat" not in values or not (values["repeat"] > 0).any():
+        return None
+    defined = values.dropna(subset=["value"])
+    return defined.pivot_table(
+        index=["metric", "query_id"], columns=["run_id", "repeat"], values="value"
+    )
+
+
+def _matrix(
+    repeats: pd.DataFrame | None, metric: str, run: str, queries: Sequence[str]
+) -> np.ndarray | None:
+    """The (queries × repeats) values of one run, NaN where a query has fewer repeats."""
+    if repeats is None:
+        return None
+    return repeats.loc[metric][run].reindex(queries).to_numpy(dtype=np.float64)

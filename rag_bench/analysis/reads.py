@@ -60,20 +60,20 @@ def chosen_metrics(con, metrics: Sequence[str] | None, required: Sequence[str] =
 
 
 def metric_values(con, metrics: Sequence[str], defined_only: bool = False) -> pd.DataFrame:
-    """run_id, query_id, metric, value of ``metrics`` in every run (NULLs too unless
-    ``defined_only``)."""
+    """run_id, query_id, metric, value, repeat of ``metrics`` in every run (NULLs too unless
+    ``defined_only``); a run with repeats has one row per repeat."""
     defined = " AND value IS NOT NULL" if defined_only else ""
     return con.execute(
-        "SELECT run_id, query_id, metric, value FROM metrics "
+        'SELECT run_id, query_id, metric, value, "repeat" FROM metrics '
         f"WHERE list_contains(?, metric){defined}",
         [list(metrics)],
     ).df()
 
 
 def run_metric_values(con, run_id: str) -> pd.DataFrame:
-    """query_id, metric, value of every metric of one run."""
+    """query_id, metric, value of every metric of one run (repeat 0 of a run with repeats)."""
     return con.execute(
-        "SELECT query_id, metric, value FROM metrics WHERE run_id = ?", [run_id]
+        'SELECT query_id, metric, value FROM metrics WHERE run_id = ? AND "repeat" = 0', [run_id]
     ).df()
 
 
@@ -88,11 +88,13 @@ def metric_means(con, metrics: Sequence[str]) -> pd.DataFrame:
 
 def query_rows(con, columns: Sequence[str], run_id: str | None = None) -> pd.DataFrame:
     """The ``columns`` of the queries table (known column names, never user text): of every
-    run, or of ``run_id``."""
+    run, or of ``run_id``; one row per query (repeat 0 of a run with repeats)."""
     listed = ", ".join(columns)
     if run_id is None:
-        return con.execute(f"SELECT {listed} FROM queries").df()
-    return con.execute(f"SELECT {listed} FROM queries WHERE run_id = ?", [run_id]).df()
+        return con.execute(f'SELECT {listed} FROM queries WHERE "repeat" = 0').df()
+    return con.execute(
+        f'SELECT {listed} FROM queries WHERE run_id = ? AND "repeat" = 0', [run_id]
+    ).df()
 
 
 def relevant_top(con, run_id: str, k: int) -> dict[str, dict[str, int]]:
@@ -110,7 +112,8 @@ def relevant_top(con, run_id: str, k: int) -> dict[str, dict[str, int]]:
 
 def paired_changes(con, old: str, new: str, metric: str) -> pd.DataFrame:
     """Per query both runs define ``metric`` for: its value before (``old``) and after
-    (``new``), the delta, the category, both failure classes and both answers."""
+    (``new``), the delta, the category, both failure classes and both answers (of repeat 0, in
+    a run with repeats)."""
     return con.execute(
         "SELECT o.query_id, q.category, o.value AS before, n.value AS after, "
         "n.value - o.value AS delta, "
@@ -120,7 +123,8 @@ def paired_changes(con, old: str, new: str, metric: str) -> pd.DataFrame:
         "JOIN queries q ON q.run_id = n.run_id AND q.query_id = n.query_id "
         "JOIN queries qo ON qo.run_id = o.run_id AND qo.query_id = o.query_id "
         "WHERE o.run_id = ? AND n.run_id = ? AND o.metric = ? "
-        "AND o.value IS NOT NULL AND n.value IS NOT NULL",
+        "AND o.value IS NOT NULL AND n.value IS NOT NULL "
+        'AND o."repeat" = 0 AND n."repeat" = 0 AND q."repeat" = 0 AND qo."repeat" = 0',
         [old, new, metric],
     ).df()
 
@@ -157,8 +161,9 @@ def load_traces(con, run_ids: Sequence[str], query_ids: Sequence[str], cutoff: i
         )
     where = "list_contains(?, run_id) AND list_contains(?, query_id)"
     chosen = [list(run_ids), list(query_ids)]
+    answered = f'{where} AND "repeat" = 0'  # a run with repeats: its repeat 0
     queries = con.execute(
-        f"SELECT {', '.join(QUERY_COLUMNS)} FROM queries WHERE {where}", chosen
+        f"SELECT {', '.join(QUERY_COLUMNS)} FROM queries WHERE {answered}", chosen
     ).df()
     rankings = con.execute(
         f"SELECT {', '.join(RANKING_COLUMNS)} FROM retrieved WHERE {where} "
@@ -166,7 +171,7 @@ def load_traces(con, run_ids: Sequence[str], query_ids: Sequence[str], cutoff: i
         [*chosen, DOCUMENTS_STAGE, cutoff],
     ).df()
     claims = con.execute(
-        f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE {where} "
+        f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE {answered} "
         "ORDER BY run_id, query_id, claim_id",
         chosen,
     ).df()

@@ -1,4 +1,5 @@
-"""`rag-bench compare`, `diff`, `gate`, `diagnose` and `report`: what changed between runs."""
+"""`rag-bench compare`, `diff`, `gate`, `diagnose`, `noise` and `report`: what changed between
+runs, and how much a run varies with its repeats."""
 
 from __future__ import annotations
 
@@ -44,6 +45,24 @@ def diagnose_command(run, against, slice_by, explain, runs_dir, fmt):
     click.echo(render(table, fmt, drop=("cleared", "appeared", "of", "n_against", "examples")))
     if rules is not None:
         click.echo("\n" + render(rules, fmt, wrap=("rule",)))
+
+
+@click.command("noise")
+@click.argument("run")
+@click.option("--per-query", is_flag=True, help="One row per query and metric or verdict.")
+@runs_dir_option()
+@format_option(FORMATS)
+def noise_command(run, per_query, runs_dir, fmt):
+    """How a run made with --repeats varies from repeat to repeat: per answer metric and verdict
+    (refused, failure_class), the flip rate (share of queries whose repeats disagree) and the
+    mean std and range over queries; --per-query lists each query."""
+    from rag_bench.analysis.noise import run_noise
+    from rag_bench.cli.render import render
+
+    rows, summary = run_noise(open_store(runs_dir), run)
+    if rows.empty:
+        click.echo(f"run {run} has no query answered in two repeats (see run --repeats)", err=True)
+    click.echo(render(rows if per_query else summary, fmt))
 
 
 @click.command("compare")
@@ -138,7 +157,7 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
     from rag_bench.cli.views import gate_output
 
     checks = _gates(click.get_current_context(), config, candidate, baseline, max_drops, require)
-    passed = True
+    passed, unstable = True, 0
     for label, (cand, base, drops, rule), store in checks:
         result = gate(store, cand, base, drops, test=test, alpha=alpha, seed=seed, require=rule)
         for warning in result.warnings:
@@ -147,7 +166,9 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
             (f"{label}: {cand} against {base}\n" if label else "") + gate_output(result, fmt)
         )
         passed = passed and result.passed
-    click.echo("gate: " + ("passed" if passed else "FAILED"), err=True)
+        unstable += int((result.rows["verdict"] == "unstable").sum())
+    noisy = f" ({unstable} unstable: within the run-to-run noise)" if unstable else ""
+    click.echo("gate: " + ("passed" if passed else "FAILED") + noisy, err=True)
     if not passed:
         raise SystemExit(1)
 

@@ -61,6 +61,7 @@ for command in (
     analysis.gate_command,
     analysis.diagnose_command,
     analysis.robustness_command,
+    analysis.noise_command,
     analysis.report_command,
     exchange.import_command,
     exchange.export_command,

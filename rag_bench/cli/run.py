@@ -113,6 +113,14 @@ from rag_bench.pipeline.executors import EXECUTORS
     default=None,
     help="Local: threads (default 1). Ray without --address: CPUs of the local instance.",
 )
+@click.option(
+    "--repeats",
+    type=WHOLE,
+    default=1,
+    show_default=True,
+    help="Answer each query N times, each sampling component (temperature > 0) with its own "
+    "seed per repeat, and store every repeat (see docs/noise.md).",
+)
 @config_option
 @format_option(FORMATS)
 def run_command(
@@ -138,6 +146,7 @@ def run_command(
     executor,
     address,
     workers,
+    repeats,
     config,
     fmt,
 ):
@@ -271,7 +280,10 @@ def _config_runs(ctx: click.Context) -> list[dict]:
 
 def _stored(result, results: list) -> None:
     """Say where a finished run was stored, and keep it for the summary."""
-    shown = f"stored run {result.run_id} ({len(result.queries)} queries) in {result.store}"
+    repeats = result.manifest.get("repeats", {}).get("n", 1)
+    times = f" × {repeats} repeats" if repeats > 1 else ""
+    queries = result.queries["query_id"].nunique()
+    shown = f"stored run {result.run_id} ({queries} queries{times}) in {result.store}"
     click.echo(shown, err=True)
     results.append(result)
 
@@ -352,6 +364,7 @@ def _run_with(ctx: click.Context, results: list, executor, params: dict | None =
             progress=progress(name),
             executor=executor,
             annotations=annotations,
+            repeats=p["repeats"],
         )
         if name in stand_in:
             from rag_bench.components.dense import STAND_IN_NOTE
@@ -384,4 +397,5 @@ def _sweep(p: dict, names: list[str], data, overrides, selection, executor, resu
         runs_dir=p["runs_dir"],
         progress=progress(names[0]),
         executor=executor,
+        repeats=p["repeats"],
     )

@@ -193,7 +193,9 @@ class Generator(Protocol):
     context_k: int | None = None  # chunks the answer may use (None: the whole ranking)
 
     def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
-        """The answer to one query from its chunks, best first."""
+        """The answer to one query from its chunks, best first. The pipeline passes a
+        :class:`~rag_bench.model.Context`: its ``evidence`` is the ranking before any reranker,
+        for a generator that decides whether to answer independently of the reranker."""
         ...
 
 

@@ -13,7 +13,7 @@ from rag_bench.components.base import Capability, Generator
 from rag_bench.components.registry import component
 from rag_bench.components.termstats import TermWeights
 from rag_bench.data.dataset import Dataset
-from rag_bench.errors import UsageError, check_number
+from rag_bench.errors import ParameterError, UsageError, check_number
 from rag_bench.model import Chunk, Generation, Query
 from rag_bench.text.facts import key_facts
 from rag_bench.text.scripts import HAN, has_han, is_chinese
@@ -25,6 +25,8 @@ REFUSAL_TEXT_ZH = "无法回答：检索到的资料不足以回答这个问题�
 FINAL = re.compile(r"[.!?。．！？；…]+[”’」』）)]*$")
 YEAR = re.compile(r"(?:19|20)\d\d")
 CJK_FINAL = re.compile(r"[。．！？；…]+[”’」』）)]*$")
+# what the refusal is decided on: the ranking before any reranker, or the one quoted from
+REFUSE_ON = ("retrieval", "context")
 EXTRACTIVE_NOTE = (
     "generator extractive quotes its context, so it cannot fabricate: its faithfulness and "
     "citation precision are no evidence of anything; for a real model: make llm, "
@@ -54,6 +56,12 @@ class ExtractiveGenerator(Generator):
     (a product, error, incident or version code: KS-660R, E-7070, INC-2025-0307) stands in none
     of its context chunks: an answer about the KS-660 is no answer about the KS-660R.
 
+    With ``refuse_on=retrieval`` (the default) that decision is made on the top ``context_k``
+    chunks of the ranking before any reranker (the fusion stage, else the retriever's), and the
+    sentences are quoted from the final ranking's: a reranker, whatever its scores, changes what
+    is quoted, never whether the generator answers (it still refuses when its top chunks hold no
+    sentence sharing a term with the query). ``refuse_on=context`` decides on the final ranking.
+
     Chinese works through a Chinese analyzer (``zh`` or ``auto``): sentences end at 。！？ etc.,
     a Chinese sentence cites as ``签收7天内可退货【d1】。``, sentences are joined without spaces,
     and a mainly Chinese query is refused in Chinese (``REFUSAL_TEXT_ZH``).
@@ -62,13 +70,22 @@ class ExtractiveGenerator(Generator):
     # what prepare learns depends on the chunks and the analyzer only: it is cached like an index
     capabilities = frozenset({Capability.PREPARE, Capability.CACHE})
 
-    def __init__(self, context_k: int = 5, max_sentences: int = 2, min_coverage: float = 0.2):
+    def __init__(
+        self,
+        context_k: int = 5,
+        max_sentences: int = 2,
+        min_coverage: float = 0.2,
+        refuse_on: str = "retrieval",
+    ):
         check_number("generator.context_k", context_k, 1, whole=True)
         check_number("generator.max_sentences", max_sentences, 1, whole=True)
         check_number("generator.min_coverage", min_coverage, 0, 1)
+        if refuse_on not in REFUSE_ON:
+            raise ParameterError("generator.refuse_on", refuse_on, " or ".join(REFUSE_ON))
         self.context_k = context_k
         self.max_sentences = max_sentences
         self.min_coverage = min_coverage
+        self.refuse_on = refuse_on
         self.analyzer: Any = None  # the pipeline's analyzer, given by fit, prepare or load
         self.weights: Any = None  # a TermWeights, learnt by prepare or read by load
 
@@ -98,9 +115,35 @@ class ExtractiveGenerator(Generator):
         return out
 
     def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
+        """The answer from ``context``, its refusal decided on ``context.evidence`` (a
+        :class:`~rag_bench.model.Context`; a plain list is its own evidence)."""
+        return self.generate_with_evidence(query, context, getattr(context, "evidence", context))
+
+    def generate_with_evidence(
+        self, query: Query, context: Sequence[Chunk], evidence: Sequence[Chunk]
+    ) -> Generation:
+        """Refuse when ``evidence`` (with ``refuse_on=retrieval``; else ``context``) is too
+        weak, otherwise quote the covering sentences of ``context``."""
         wanted = set(self.analyzer.terms(query.text))
-        total = self.weights.total(wanted)
-        candidates = self._candidates(context)
+        chosen = self._cover(wanted, context)
+        judged = evidence if self.refuse_on == "retrieval" else context
+        if _ids(judged[: self.context_k]) == _ids(context[: self.context_k]):
+            weak = self._too_weak(query, wanted, context, chosen)
+        else:  # and the context must hold a sentence to quote, whatever the evidence says
+            weak = self._too_weak(query, wanted, judged, self._cover(wanted, judged)) or not chosen
+        if weak:
+            return self._refusal(query)
+        chosen.sort(key=lambda c: c.rank)
+        answer = ""
+        for cand in chosen:
+            cited = _cite(cand.text, cand.doc_id)
+            glue = "" if not answer or CJK_FINAL.search(answer) else " "
+            answer += glue + cited
+        return Generation(answer, refused=False)
+
+    def _cover(self, wanted: set[str], chunks: Sequence[Chunk]) -> list[_Candidate]:
+        """The greedy cover of ``wanted`` by the sentences of the top ``context_k`` chunks."""
+        candidates = self._candidates(chunks)
         chosen: list[_Candidate] = []
         covered: set[str] = set()
         while len(chosen) < self.max_sentences:
@@ -113,21 +156,27 @@ class ExtractiveGenerator(Generator):
                 break
             chosen.append(best)
             covered |= best.terms & wanted
+        return chosen
+
+    def _too_weak(self, query: Query, wanted, chunks, chosen: list[_Candidate]) -> bool:
+        """Whether the sentences ``chosen`` from ``chunks`` cover too little of the query's
+        weight, or a specific of the question stands in none of the top chunks."""
+        total = self.weights.total(wanted)
+        covered = set().union(*(c.terms & wanted for c in chosen)) if chosen else set()
         coverage = self.weights.total(covered) / total if total else 0.0
-        if (
+        return (
             not chosen
             or coverage < self.min_coverage
-            or _unmatched(query, context[: self.context_k])
-        ):
-            refusal = REFUSAL_TEXT_ZH if is_chinese(query.text) else REFUSAL_TEXT
-            return Generation(refusal, refused=True)
-        chosen.sort(key=lambda c: c.rank)
-        answer = ""
-        for cand in chosen:
-            cited = _cite(cand.text, cand.doc_id)
-            glue = "" if not answer or CJK_FINAL.search(answer) else " "
-            answer += glue + cited
-        return Generation(answer, refused=False)
+            or _unmatched(query, chunks[: self.context_k])
+        )
+
+    @staticmethod
+    def _refusal(query: Query) -> Generation:
+        return Generation(REFUSAL_TEXT_ZH if is_chinese(query.text) else REFUSAL_TEXT, True)
+
+
+def _ids(chunks: Sequence[Chunk]) -> list[str]:
+    return [c.chunk_id for c in chunks]
 
 
 def _unmatched(query: Query, context: Sequence[Chunk]) -> bool:

@@ -10,6 +10,7 @@ or relevant documents, the refusal metrics on the kind of query they do not appl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,10 @@ from rag_bench.evaluation.measures import answer_metric_names
 from rag_bench.model import Chunk, Claim, Query, Relevance, Verdict
 from rag_bench.text.asked import asked_kind, gives
 from rag_bench.text.claims import strip_markers
+from rag_bench.text.scripts import HAN
+
+# a word of answer_length: one Han character, or a run of other letters and digits
+LENGTH_WORD = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:
@@ -69,6 +74,12 @@ def lexical_relevance(query: str, answer: str, analyzer) -> float | None:
     return len(wanted & set(analyzer.terms(answer))) / len(wanted)
 
 
+def answer_length(answer: str) -> int:
+    """The words of an answer (citation markers removed first): each Han character is one word,
+    as is each run of other letters and digits (``KS-660`` is two, ``2.5`` two)."""
+    return len(LENGTH_WORD.findall(strip_markers(answer)))
+
+
 def response_metrics(e: AnswerEvidence, analyzer) -> dict[str, float | None]:
     refuse = e.query.should_refuse
     golds = e.query.gold_answers
@@ -87,6 +98,7 @@ def response_metrics(e: AnswerEvidence, analyzer) -> dict[str, float | None]:
         facts = 0.0 if e.refused and facts is not None else facts
     return {
         "answer_relevance": relevance,
+        "answer_length": None if e.refused else float(answer_length(e.answer)),
         "answer_exact": exact,
         "answer_f1": f1,
         "answer_contains": within,

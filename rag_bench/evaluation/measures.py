@@ -245,6 +245,16 @@ FAMILIES: dict[str, Family] = {
             scope=_UNANS,
         ),
         Family(
+            "answer_length",
+            "answer",
+            _NONE,
+            "words in the answer, citation markers removed: runs of letters and digits, each Han "
+            "character one word (NULL for a refusal); lower is better: a longer answer drifts "
+            "further from its evidence",
+            better=_L,
+            scope=_ALL,
+        ),
+        Family(
             "context_precision",
             "context",
             _REQ,

@@ -243,3 +243,74 @@ def queries_needed(
         return None
     z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
     return max(2, int(np.ceil((z * d.std(ddof=1) / abs(effect)) ** 2)))
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation: Pearson's r of the two samples' ranks, tied values at their
+    average rank; NaN with fewer than 3 pairs or when either sample is constant."""
+    from scipy.stats import rankdata
+
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if len(a) != len(b):
+        raise ValueError(f"spearman of {len(a)} and {len(b)} values")
+    if len(a) < 3 or np.all(a == a[0]) or np.all(b == b[0]):
+        return float("nan")
+    ra, rb = rankdata(a) - (len(a) + 1) / 2, rankdata(b) - (len(b) + 1) / 2
+    return float((ra * rb).sum() / np.sqrt((ra * ra).sum() * (rb * rb).sum()))
+
+
+def _packed(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A (queries × repeats) array with NaN for missing repeats, each row's values moved to
+    its front, and each row's number of values."""
+    x = np.asarray(x, dtype=np.float64)
+    order = np.argsort(np.isnan(x), axis=1, kind="stable")
+    return np.take_along_axis(x, order, axis=1), (~np.isnan(x)).sum(axis=1)
+
+
+def two_level_bootstrap_ci(
+    a: np.ndarray, b: np.ndarray, level: float = 0.95, resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile interval of the paired delta mean(b) − mean(a) over queries, where ``a`` and
+    ``b`` are (queries × repeats) arrays of per-repeat values, NaN where a query has fewer
+    repeats (each row needs one value at least). A resample draws the queries with replacement,
+    then, within each drawn query and for each run on its own, as many of its repeats as it has,
+    with replacement; a query's value is the mean of its drawn repeats. The interval so holds
+    both the choice of queries and the repeat-to-repeat noise. With one repeat per query it is
+    :func:`bootstrap_ci` of b − a (other draws, the same distribution)."""
+    sides = [_packed(a), _packed(b)]
+    n = len(sides[0][1])
+    if n == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    deltas = np.empty(resamples)
+    for start, size in _blocks(resamples):
+        picks = rng.integers(0, n, size=(size, n))
+        means = []
+        for packed, counts in sides:
+            width = packed.shape[1]
+            have = counts[picks][..., None]  # (size, n, 1)
+            drawn = (rng.random((size, n, width)) * have).astype(np.int64)
+            values = packed[picks[..., None], drawn]
+            used = np.arange(width)[None, None, :] < have
+            means.append((np.where(used, values, 0.0).sum(axis=2) / have[..., 0]).mean(axis=1))
+        deltas[start : start + size] = means[1] - means[0]
+    tail = (1 - level) / 2
+    low, high = np.quantile(deltas, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def repeat_noise_se(a: np.ndarray, b: np.ndarray) -> float:
+    """The standard error of the paired delta mean(b) − mean(a) that the repeats alone give,
+    the queries held fixed: sqrt(Σ_q (s²_a,q / r_a,q + s²_b,q / r_b,q)) / n, with s² the sample
+    variance of a query's repeats (ddof 1) over its r repeats; a query with one repeat adds
+    nothing. 0 without repeats."""
+    total = 0.0
+    n = len(a)
+    for x in (a, b):
+        x = np.asarray(x, dtype=np.float64)
+        counts = (~np.isnan(x)).sum(axis=1)
+        several = counts > 1
+        if several.any():
+            variance = np.nanvar(x[several], axis=1, ddof=1)
+            total += float((variance / counts[several]).sum())
+    return float(np.sqrt(total) / n) if n else 0.0

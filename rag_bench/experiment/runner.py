@@ -30,6 +30,7 @@ from rag_bench.data.dataset import Dataset, load_dataset
 from rag_bench.data.selection import EVERY_QUERY, Selection
 from rag_bench.errors import DataError, ParameterError, RagBenchError, UsageError, check_number
 from rag_bench.experiment.provenance import git_commit, package_versions
+from rag_bench.experiment.repeats import repeat_config, repeat_seeds
 from rag_bench.experiment.traces import build_traces
 from rag_bench.io.cache import Cache, default_cache_dir
 from rag_bench.model import QueryResult
@@ -44,6 +45,7 @@ from rag_bench.runs import (
     WriteError,
     open_runs,
 )
+from rag_bench.runs.layout import REPEATED
 from rag_bench.runs.records import answer_record, restored_answer
 
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -135,9 +137,14 @@ def run_variant(
     progress: Callable[[Iterable], Iterable] | None = None,
     executor: Executor | None = None,
     annotations: dict | None = None,
+    repeats: int = 1,
 ) -> RunResult:
     """Run ``variant`` over ``dataset``, store the traces under ``runs_dir`` (a path, URL or
     :class:`RunStore`; None: the default runs folder) and return them.
+
+    ``repeats`` above 1 answers every query that many times, each sampling component (see
+    :mod:`rag_bench.experiment.repeats`) with its own seed per repeat, and stores every repeat
+    (the ``repeat`` column of the answer tables; the manifest's ``repeats`` has the seeds).
 
     ``variant`` is a registered variant's name or a :class:`VariantSpec` composed on the spot
     (an import is one); ``annotations`` are extra manifest fields (where the outputs came from).
@@ -152,6 +159,7 @@ def run_variant(
     started = time.perf_counter()
     created = datetime.now(timezone.utc)
     ks, spec, resolved, data, pipeline = _prepare(variant, dataset, overrides, ks, depth, cache_dir)
+    seeds = repeat_seeds(resolved, repeats)
     data, chosen = selection.select(data)
     store = open_runs(runs_dir)
     run_id = store.reserve_run_id(spec.name, created)
@@ -174,6 +182,7 @@ def run_variant(
         "created_at": created.isoformat(timespec="microseconds"),
         "rag_bench_version": __version__,
         "annotations": dict(annotations or {}),
+        "repeats": {"n": repeats, "seeds": seeds},
     }  # the checkpoint's header: what the run is, for a resume to check against
     return _execute(
         _Plan(run_id, store, spec, resolved, data, ks, depth, selection, created, header),
@@ -270,6 +279,7 @@ class _Saver:
         self.checkpoint, self.pipeline, self.started = checkpoint, pipeline, started
         self.before = dict(checkpoint.progress)
         self.reused = 0
+        self.extra: list[Pipeline] = []  # the pipelines of repeats 1.., whose usage counts too
 
     def lookup(self, query_id: str, key: str) -> QueryResult | None:
         found = self.checkpoint.lookup(query_id, key)
@@ -285,7 +295,10 @@ class _Saver:
         return round(self.before.get("elapsed_s", 0.0) + time.perf_counter() - self.started, 3)
 
     def usage(self) -> dict:
-        return merge_usage(self.before.get("usage", {}), self.pipeline.usage())
+        used = merge_usage(self.before.get("usage", {}), self.pipeline.usage())
+        for pipeline in self.extra:
+            used = merge_usage(used, pipeline.usage())
+        return used
 
 
 def merge_usage(before: dict, now: dict) -> dict:
@@ -342,6 +355,7 @@ def _execute(
             pipeline.analyzer,
             plan.resolved["judge"]["name"],
         )
+        tables = _answer_repeats(plan, pipeline, queries, tables, saver, progress, executor)
         manifest = _manifest(plan, queries, report, pipeline, saver, executor, prior is not None)
         stored_run = store.write_run(run_id, manifest, tables)
     except KeyboardInterrupt:
@@ -360,6 +374,38 @@ def _execute(
             checkpoint.remove()
         store.release_run_id(run_id)
     return RunResult(store, stored_run, tables)
+
+
+def _answer_repeats(plan, pipeline, queries, tables, saver, progress, executor) -> dict:
+    """The trace tables with repeats 1.. of the run's ``repeats`` added to its answer tables:
+    each a pipeline with the repeat's seeds, answering every query again (not checkpointed:
+    a resumed run answers them again; retrieval is recomputed, the same, and stored once)."""
+    repeated = plan.header.get("repeats", {"n": 1, "seeds": {}})
+    for repeat in range(1, repeated["n"]):
+        config = repeat_config(plan.resolved, repeated["seeds"], repeat)
+        # a cache of its own over the same folder: the first one's memory holds the first
+        # pipeline's components, which this one's would never be loaded into
+        again = Pipeline(config, Cache(pipeline.cache.root))
+        again.index(plan.data, executor)
+        answers = again.answer(queries, plan.depth, progress, None, executor)
+        judge = config["judge"]["name"]
+        more = build_traces(
+            plan.run_id,
+            plan.data,
+            queries,
+            answers,
+            again.chunks,
+            plan.ks,
+            again.analyzer,
+            judge,
+            repeat,
+        )
+        tables = {
+            name: pd.concat([t, more[name]], ignore_index=True) if name in REPEATED else t
+            for name, t in tables.items()
+        }
+        saver.extra.append(again)
+    return tables
 
 
 def _selected(pipeline: Pipeline, spec: VariantSpec, data: Dataset, chosen: list[str]) -> list[str]:
@@ -535,6 +581,7 @@ def _manifest(
         "judge": resolved.get("judge"),
         "generator": resolved.get("generator"),
         "prompts": prompt_records(resolved),
+        "repeats": header.get("repeats", {"n": 1, "seeds": {}}),
         "index": {"n_chunks": report.n_chunks, "seconds": report.seconds, "cached": report.cached},
         "created_at": plan.created.isoformat(timespec="microseconds"),
         "duration_s": saver.elapsed(),

@@ -39,6 +39,7 @@ def run(
     executor: str = "local",
     address: str | None = None,
     workers: int | None = None,
+    repeats: int = 1,
 ) -> RunResult | list[RunResult]:
     """Run a variant over ``dataset`` and store its traces under ``runs_dir``.
 
@@ -52,7 +53,8 @@ def run(
     ``seed``; ``perturb`` (e.g. ``["typo", "synonym"]``; see :mod:`rag_bench.data.perturb`) adds
     perturbed copies of each chosen query, drawn with ``seed``, for
     :func:`rag_bench.analysis.robustness.robustness`. ``executor`` is ``"local"`` (``workers``
-    threads) or ``"ray"``.
+    threads) or ``"ray"``. ``repeats`` answers each query that many times with distinct seeds of
+    the sampling components (see :mod:`rag_bench.experiment.repeats`).
     """
     names = registry().variants_named(variant)  # a misspelt name fails before any work
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, split=split)
@@ -71,6 +73,7 @@ def run(
                 runs_dir=runs_dir,
                 cache_dir=cache_dir,
                 executor=runner,
+                repeats=repeats,
             )
             for name in names
         ]

@@ -48,19 +48,24 @@ def build_traces(
     ks: Sequence[int],
     analyzer,
     judge_name: str,
+    repeat: int = 0,
 ) -> dict[str, pd.DataFrame]:
+    """The trace tables of one pass over ``queries``; ``repeat`` numbers the pass (a run with
+    ``repeats`` stores one pass per repeat in its answer tables, ``retrieved`` once)."""
     grades = data.qrels.subset([q.id for q in queries]).to_dict()
     rankings = {q.id: doc_ranking(r.final, chunks) for q, r in zip(queries, results)}
     answers = [
         _evaluate_answer(q, r, chunks, grades.get(q.id, {}), rankings[q.id][0], ks, analyzer)
         for q, r in zip(queries, results)
     ]
-    return {
+    answered = {
         "queries": _queries(run_id, queries, results, grades, [a[1] for a in answers]),
         "metrics": _metrics(run_id, data, queries, rankings, ks, [a[0] for a in answers]),
-        "retrieved": _retrieved(run_id, queries, results, chunks, rankings, grades),
         "claims": _claims(run_id, queries, results, judge_name),
     }
+    tables = {name: frame.assign(repeat=np.int32(repeat)) for name, frame in answered.items()}
+    tables["retrieved"] = _retrieved(run_id, queries, results, chunks, rankings, grades)
+    return {name: tables[name] for name in ("queries", "metrics", "retrieved", "claims")}
 
 
 def _evaluate_answer(query, result, chunks, grades, ranked_docs, ks, analyzer):

@@ -20,7 +20,16 @@ from rag_bench.data.dataset import Dataset
 from rag_bench.errors import UsageError
 from rag_bench.io.cache import Cache, corpus_fingerprint, digest
 from rag_bench.io.pause import pause_point
-from rag_bench.model import Chunk, Hits, Query, QueryResult, Relevance, Verdict, final_ranking
+from rag_bench.model import (
+    Chunk,
+    Context,
+    Hits,
+    Query,
+    QueryResult,
+    Relevance,
+    Verdict,
+    final_ranking,
+)
 from rag_bench.pipeline.executors import Executor, LocalExecutor
 from rag_bench.text.claims import split_claims, strip_markers
 
@@ -397,9 +406,22 @@ class Pipeline:
         return results  # type: ignore[return-value]  # every query is answered or restored now
 
     def _answer_key(self, query: Query, stages: dict[str, Hits]) -> str:
-        """What an answer is computed from: the query and its final chunk ranking."""
-        ranking = [self.chunks[p].chunk_id for p in final_ranking(stages).index]
-        return digest({"query": [query.id, query.text], "ranking": ranking})
+        """What an answer is computed from: the query, its final chunk ranking and, after a
+        reranker, the ranking before it (the generator's evidence)."""
+        material = {
+            "query": [query.id, query.text],
+            "ranking": [self.chunks[p].chunk_id for p in final_ranking(stages).index],
+        }
+        if "rerank" in stages:
+            material["evidence"] = [self.chunks[p].chunk_id for p in _evidence(stages).index]
+        return digest(material)
+
+    def _ranked(self, final: Hits, stages: dict[str, Hits]) -> Context:
+        """The final ranking's chunks, with the ranking before any reranker as evidence."""
+        chunks = [self.chunks[p] for p in final.index]
+        if "rerank" not in stages:
+            return Context(chunks)
+        return Context(chunks, [self.chunks[p] for p in _evidence(stages).index])
 
     def _context(self, final: Hits) -> list[int]:
         return [int(p) for p in final.index[: self.generator.context_k]]
@@ -425,7 +447,7 @@ class Pipeline:
     ) -> list[QueryResult]:
         """Generate, split into claims and judge one block of ranked queries."""
         finals = [final_ranking(s) for s in stages]
-        ranked = [[self.chunks[p] for p in final.index] for final in finals]
+        ranked = [self._ranked(final, s) for final, s in zip(finals, stages)]
         latency = [dict(t) for t in timings]
         if Capability.BATCH in self.generator.capabilities:
             with stopwatch() as took:
@@ -505,6 +527,11 @@ class _Sized:
 
 
 # --- the executor's tasks: module-level functions, so that they pickle by reference ----------
+
+
+def _evidence(stages: dict[str, Hits]) -> Hits:
+    """The ranking before any reranker: the fusion stage's, else the (single) retriever's."""
+    return [hits for name, hits in stages.items() if name != "rerank"][-1]
 
 
 def _rank_block(pipeline: Pipeline, work) -> tuple[list[dict[str, Hits]], dict, dict]:

@@ -58,6 +58,7 @@ class ReportData:
     diagnosis: pd.DataFrame | None  # diagnose's table of the last run (against the first)
     diagnosis_note: str  # why there is no diagnosis, when there is none
     manifests: pd.DataFrame  # field, one column per run label, differs
+    lengths: pd.DataFrame  # run_id, query_id, length, faithfulness (both defined)
     resamples: int
     seed: int
 
@@ -98,9 +99,12 @@ QUERY_COLUMNS = [
 
 
 def _load(con, metric: str, metrics: Sequence[str] | None):
-    """The defined values of the chosen metrics (and ``metric``), and every query row."""
+    """The defined values of the chosen metrics (and ``metric``), a query's the mean of its
+    repeats as in compare, and every query row."""
     chosen = chosen_metrics(con, metrics, required=[metric])
     values = metric_values(con, list(dict.fromkeys([*chosen, metric])), defined_only=True)
+    keys = ["run_id", "query_id", "metric"]
+    values = values.groupby(keys, as_index=False, sort=False)["value"].mean()
     return values, query_rows(con, QUERY_COLUMNS), chosen
 
 
@@ -208,6 +212,21 @@ def failure_breakdown(queries: pd.DataFrame, labels: Labels, runs: list[StoredRu
     return pd.DataFrame(rows, columns=["run_id", "slice", "failure_class", "n", "share"])
 
 
+def length_pairs(store: RunStore, runs: list[StoredRun]) -> pd.DataFrame:
+    """Per run, the queries with both ``answer_length`` and ``faithfulness`` defined (runs made
+    before answer_length existed have none)."""
+    metrics = store.metrics([r.run_id for r in runs])
+    wanted = metrics[metrics["metric"].isin(["answer_length", "faithfulness"])]
+    wide = wanted.pivot_table(
+        index=["run_id", "query_id"], columns="metric", values="value", aggfunc="mean"
+    )
+    columns = ["run_id", "query_id", "length", "faithfulness"]
+    if not {"answer_length", "faithfulness"} <= set(wide.columns):
+        return pd.DataFrame(columns=columns)
+    both = wide.dropna(subset=["answer_length", "faithfulness"]).reset_index()
+    return both.rename(columns={"answer_length": "length"})[columns]
+
+
 def _diagnosis(store: RunStore, runs: list[StoredRun], slice_by: str | None):
     """diagnose's table of the last run against the first, or why there is none."""
     last = runs[-1]
@@ -293,6 +312,7 @@ def report_data(
         diagnosis=diagnosis,
         diagnosis_note=note,
         manifests=manifest_table(runs, shown),
+        lengths=length_pairs(store, runs),
         resamples=resamples,
         seed=seed,
     )

@@ -208,3 +208,38 @@ def failure_chart(failures: pd.DataFrame, order: list[str], runs: list[str], lab
             x += w
     height = below + 26 + len(runs) * (bar + 10)
     return _svg("chart-failures", width, height, body, "failure classes")
+
+
+def length_chart(lengths: pd.DataFrame, runs: list[str], labels, rho: dict[str, float]) -> str:
+    """One point per (run, query): answer_length across, faithfulness up, coloured by run; the
+    legend gives each run's Spearman ρ."""
+    width, height, left, bottom, top = 640, 360, 50, 40, 40
+    longest = float(max(1.0, lengths["length"].max())) if len(lengths) else 1.0
+
+    def x(v: float) -> float:
+        return left + (width - left - 20) * v / longest
+
+    def y(v: float) -> float:
+        return top + (height - top - bottom) * (1 - v)
+
+    names = [f"{labels[r]}: ρ = {rho[r]:.2f}" if rho[r] == rho[r] else labels[r] for r in runs]
+    body, _ = _legend(names, [colour_of(runs, r) for r in runs], 10, 18, width)
+    body += [
+        f'<line class="axis" x1="{left}" y1="{y(0):.1f}" x2="{x(longest):.1f}" y2="{y(0):.1f}"/>',
+        f'<line class="axis" x1="{left}" y1="{y(0):.1f}" x2="{left}" y2="{y(1):.1f}"/>',
+        _text(width / 2, height - 6, "answer_length (words)", "middle"),
+        f'<text transform="translate(14 {height / 2:.0f}) rotate(-90)" text-anchor="middle">'
+        "faithfulness</text>",
+    ]
+    for tick in (0.0, 0.5, 1.0):
+        body.append(_text(left - 6, y(tick) + 4, f"{tick:g}", "end"))
+    for tick in (0.0, longest / 2, longest):
+        body.append(_text(x(tick), y(0) + 16, f"{tick:.0f}", "middle"))
+    for row in lengths.itertuples():
+        tip = f"{labels[row.run_id]} · {row.query_id}: {row.length:g} words, {row.faithfulness:.2f}"
+        body.append(
+            f'<circle cx="{x(row.length):.1f}" cy="{y(row.faithfulness):.1f}" r="4" '
+            f'fill="{colour_of(runs, row.run_id)}" fill-opacity="0.5" class="point">'
+            f"<title>{e(tip)}</title></circle>"
+        )
+    return _svg("chart-length", width, height, body, "answer length against faithfulness")

@@ -31,6 +31,7 @@ SECTIONS = (
     ("means", "Means", "Means per {slice} with 95 % intervals", sections.means),
     ("scatter", "Per query", "Per query: {first} vs {last} on {metric}", sections.scatter),
     ("failures", "Failure classes", "Failure classes per run and {slice}", sections.failures),
+    ("length", "Length", "Answer length and faithfulness", sections.length),
     ("manifests", "Manifests", "Manifests", sections.manifests),
 )
 

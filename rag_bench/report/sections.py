@@ -8,8 +8,9 @@ from typing import Any
 import pandas as pd
 
 from rag_bench.evaluation.measures import lower_is_better
+from rag_bench.evaluation.stats import spearman
 from rag_bench.report.data import ReportData, failure_order
-from rag_bench.report.figures import failure_chart, means_chart, scatter_chart
+from rag_bench.report.figures import failure_chart, length_chart, means_chart, scatter_chart
 from rag_bench.report.html import change_class, codes, e, metric_title, number, table
 
 
@@ -136,6 +137,32 @@ def scatter(data: ReportData) -> str:
     return (
         "<p class='lead'>One point per query; hover a point for its id and text.</p>"
         + scatter_chart(data.pairs, data.metric, data.labels[first], data.labels[last])
+    )
+
+
+def length(data: ReportData) -> str:
+    """answer_length against faithfulness per query, and each run's Spearman correlation."""
+    frame = data.lengths
+    ids = [r.run_id for r in data.runs]
+    if frame.empty:
+        return (
+            "<p class='note'>No query has both answer_length and faithfulness: the runs refused "
+            "every answer, or were made before answer_length was stored.</p>"
+        )
+    mine = {r: frame[frame["run_id"] == r] for r in ids}
+    rho = {r: spearman(m["length"], m["faithfulness"]) for r, m in mine.items()}
+    body = [
+        f"<tr><td>{_label(data, r)}</td><td class='num'>{number(rho[r])}</td>"
+        f"<td class='num'>{number(m['length'].mean())}</td><td class='num'>{len(m)}</td></tr>"
+        for r, m in mine.items()
+    ]
+    return (
+        "<p class='lead'>One point per answered query with judged claims: its length in words "
+        "(citation markers removed) against its faithfulness. ρ is Spearman's rank correlation "
+        "over those queries (tied values at their average rank; none below 3 queries or when "
+        "either is constant): below 0, longer answers are less faithful.</p>"
+        + length_chart(frame, ids, data.labels, rho)
+        + table(["run", "Spearman ρ", "mean length", "n"], body, "length")
     )
 
 

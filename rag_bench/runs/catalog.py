@@ -18,6 +18,8 @@ from rag_bench.runs.ids import is_run_id
 from rag_bench.runs.layout import (
     LEGACY_MANIFEST,
     MANIFESTS,
+    REPEAT,
+    REPEATED,
     SCHEMA_VERSION,
     TABLES,
     RunLocation,
@@ -378,6 +380,7 @@ def read_table(run: RunLocation, table: str):
     """One trace table of one run (pyarrow) in the store's schema (a file written by another
     tool may hold other widths of the same types), ``run_id`` and ``variant`` columns first."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     with run.runs.errors("cannot read"):
@@ -387,5 +390,8 @@ def read_table(run: RunLocation, table: str):
             partitioning=None,
             schema=file_schema(table),
         )
+    if table in REPEATED:  # a file written before repeats existed: every row is repeat 0
+        at = data.schema.get_field_index(REPEAT)
+        data = data.set_column(at, REPEAT, pc.fill_null(data.column(at), 0))
     data = data.add_column(0, "run_id", pa.array([run.run_id] * data.num_rows, pa.string()))
     return data.add_column(1, "variant", pa.array([run.variant] * data.num_rows, pa.string()))

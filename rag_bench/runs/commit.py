@@ -31,6 +31,8 @@ from rag_bench.runs.layout import (
     MANIFESTS,
     PART,
     REMOVING,
+    REPEAT,
+    REPEATED,
     STAGING,
     TABLES,
     RunLocation,
@@ -121,6 +123,8 @@ def _stage_tables(staging: Path, run: RunLocation, tables) -> None:
     for name in TABLES:
         schema = file_schema(name)
         frame = tables.get(name, pd.DataFrame(columns=schema.names))
+        if name in REPEATED and REPEAT not in frame:  # tables made before repeats: repeat 0
+            frame = frame.assign(**{REPEAT: 0})
         table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
         target = staging.joinpath(*run.table_parts(name))
         target.parent.mkdir(parents=True)

@@ -31,6 +31,11 @@ from rag_bench.pipeline import LATENCY_STAGES
 from rag_bench.runs.folder import RunsFolder
 
 SCHEMA_VERSION = 2  # 2: hive-partitioned tables without run_id inside, _manifests/<run_id>.json
+# The tables of answers (queries, metrics, claims) end with ``repeat``: which of a run's
+# ``--repeats`` a row belongs to. Files written before it existed lack the column, and every
+# reader gives their rows repeat 0 (:data:`REPEATED`), so the version did not change.
+REPEAT = "repeat"
+REPEATED = ("queries", "metrics", "claims")
 TABLES = ("queries", "metrics", "retrieved", "claims")
 MANIFESTS = "_manifests"
 PART = "part-0.parquet"
@@ -64,6 +69,7 @@ def schema(table: str):
             ("failure_fix", pa.string()),
             ("n_relevant", pa.int64()),
             *latency,
+            ("repeat", pa.int32()),
         ]
     elif table == "metrics":
         columns = [
@@ -72,6 +78,7 @@ def schema(table: str):
             ("metric", pa.string()),
             ("value", pa.float64()),
             ("status", pa.string()),
+            ("repeat", pa.int32()),
         ]
     elif table == "retrieved":
         columns = [
@@ -94,6 +101,7 @@ def schema(table: str):
             ("supported_by", pa.list_(pa.string())),
             ("judge", pa.string()),
             ("reason", pa.string()),
+            ("repeat", pa.int32()),
         ]
     return pa.schema([("run_id", pa.string()), *columns])
 

@@ -25,7 +25,7 @@ from rag_bench.errors import RagBenchError, first_line
 from rag_bench.io.pause import pause_point
 from rag_bench.runs.catalog import StoredRun
 from rag_bench.runs.folder import RunsFolder
-from rag_bench.runs.layout import TABLES, RunLocation, view_schema
+from rag_bench.runs.layout import REPEAT, REPEATED, TABLES, RunLocation, view_schema
 
 T = TypeVar("T")
 READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN", "EXPLAIN ANALYZE")
@@ -119,9 +119,11 @@ def connect(
     con.execute("CREATE VIEW runs AS SELECT * FROM runs_frame")
     for table in TABLES:
         source = _table_source(con, folder, table, [r.location for r in chosen])
+        # a file written before repeats existed has no repeat column: its rows are repeat 0
+        filled = f' REPLACE (coalesce("{REPEAT}", 0) AS "{REPEAT}")' if table in REPEATED else ""
         con.execute(
             f"CREATE VIEW {table} AS "
-            f"SELECT run_id, variant, * EXCLUDE (run_id, variant) FROM {source}"
+            f"SELECT run_id, variant, * EXCLUDE (run_id, variant){filled} FROM {source}"
         )
     return con
 

@@ -126,7 +126,8 @@ def test_a_parameter_without_a_default_is_refused():
 
 def test_parameters_follow_kwargs_to_the_base_class():
     spec = registry().component("generator", "delayed")
-    assert list(spec.params) == ["delay_ms", "context_k", "max_sentences", "min_coverage"]
+    params = ["delay_ms", "context_k", "max_sentences", "min_coverage", "refuse_on"]
+    assert list(spec.params) == params
     assert spec.types["min_coverage"] is float
 
 

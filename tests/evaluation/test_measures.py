@@ -134,7 +134,7 @@ def test_every_ranking_family_has_a_kernel():
 
 def test_directions():
     lower = {n for n, f in FAMILIES.items() if f.better is Better.LOWER}
-    assert lower == {"over_refusal", "answered_unanswerable"}
+    assert lower == {"over_refusal", "answered_unanswerable", "answer_length"}
     assert lower_is_better("over_refusal") and not lower_is_better("recall@10")
     assert not lower_is_better("recip_rank")
 
@@ -177,6 +177,7 @@ def test_answer_metrics_are_stored_in_the_order_they_always_were():
         "correct_refusal",
         "over_refusal",
         "answered_unanswerable",
+        "answer_length",  # added after the others: their order is unchanged
         "context_precision@5",
         "context_recall@5",
         "answer_span_recall@5",
