@@ -8,6 +8,7 @@ module.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,33 @@ def test_imports_run_downward(path):
 def test_package_root_is_small():
     root = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(root) <= MAX_ROOT_MODULES, root
+
+
+SQL_HOMES = ("analysis", "runs")  # the layers that may hold SQL (the trace reads, the store)
+SQL_START = re.compile(r"^\s*(SELECT|WITH|INSERT|UPDATE|DELETE|CREATE|COPY)\s")  # as written here
+
+
+def _sql_texts(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string literal that begins a SQL statement, and of every f-string
+    that splices values into an ``IN (...)`` list."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if SQL_START.match(node.value):
+                found.append((node.lineno, node.value))
+        elif isinstance(node, ast.JoinedStr):
+            parts = [v.value for v in node.values if isinstance(v, ast.Constant)]
+            text = "{}".join(str(p) for p in parts)
+            if SQL_START.match(text) or re.search(r"\bIN \($", text):
+                found.append((node.lineno, text))
+    return found
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_sql_lives_in_analysis_and_runs(path):
+    """Trace SQL is written in analysis/ (and the store's own in runs/); values reach it as
+    bound parameters, never spliced into an ``IN`` list."""
+    layer = _layer(_module_name(path))
+    for line, text in _sql_texts(path):
+        assert layer in SQL_HOMES, f"{path.name}:{line}: SQL outside {SQL_HOMES}: {text[:60]!r}"
+        assert not re.search(r"\bIN \(\{\}", text), f"{path.name}:{line}: a spliced IN list"

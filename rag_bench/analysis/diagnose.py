@@ -147,7 +147,8 @@ def diagnose_run(
     ``against``, both runs are read over the queries they share, and ``n_against``,
     ``share_against``, ``delta`` (share change, run minus against), ``appeared`` and ``cleared``
     (queries that gained or lost the symptom) are added. The slices are those of
-    :mod:`rag_bench.analysis.slices`, read from ``run`` (None: the ``all`` slice alone)."""
+    :mod:`rag_bench.analysis.slices`, read as compare reads them, from the baseline: ``against``
+    when given, else ``run`` (None: the ``all`` slice alone)."""
     check_slice(slice_by)
     k, n = cutoffs(run)
     mine = symptoms_per_query(store, run, k, n)
@@ -161,7 +162,7 @@ def diagnose_run(
             "compare runs over the same dataset",
         )
     mine, theirs = mine.loc[shared], theirs.loc[shared]
-    labels = query_slices(mine.reset_index(), slice_by)  # both runs' queries sliced as the run's
+    labels = query_slices(theirs.reset_index(), slice_by)  # both sliced as the baseline is
     table = _tabulate(mine, labels)
     other = _tabulate(theirs, labels)
     table["n_against"] = other["n"].to_numpy()

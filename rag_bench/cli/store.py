@@ -97,7 +97,9 @@ def sql_command(query, schema, allow_files, runs_dir, fmt):
         click.echo(render(store.schema(), fmt))
         return
     if not query:
-        raise UserMistake(UsageError("no query given", 'e.g. rag-bench sql "SELECT * FROM runs"'))
+        from rag_bench.runs.sql import EXAMPLE
+
+        raise UserMistake(UsageError("no query given", f'e.g. rag-bench sql "{EXAMPLE}"'))
     try:
         _echo_result(store.sql_chunks(query, allow_files=allow_files), fmt)
     except KeyboardInterrupt:

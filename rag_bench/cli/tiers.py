@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rag_bench.cli.options import FORMATS, WHOLE, format_option
-from rag_bench.data import TIERS
+from rag_bench.data import SAMPLED_TIERS
 
 
 @click.command("tiers")
@@ -19,7 +19,7 @@ from rag_bench.data import TIERS
 @click.option(
     "--sample",
     "tier",
-    type=click.Choice(TIERS[:-1]),
+    type=click.Choice(SAMPLED_TIERS),
     default=None,
     help="Draw this tier (stratified by category, keeping the smaller tiers' queries) and "
     "write its tag into queries.jsonl.",

@@ -5,3 +5,4 @@ heavy imported, so that ``rag-bench --help`` stays fast.
 """
 
 TIERS = ("smoke", "regression", "deep")  # the query tiers of data.tiers, smallest first
+SAMPLED_TIERS = TIERS[:-1]  # deep is every labelled query: nothing to sample

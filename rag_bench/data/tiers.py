@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_bench.data import TIERS
+from rag_bench.data import SAMPLED_TIERS, TIERS
 from rag_bench.data.dataset import Dataset, is_shipped
 from rag_bench.errors import DataError, UnknownNameError, UsageError, check_number
 from rag_bench.io.durable import atomic_write
@@ -30,8 +30,6 @@ from rag_bench.model import Query
 
 if TYPE_CHECKING:
     import pandas as pd
-
-SAMPLED_TIERS = TIERS[:-1]  # deep is every labelled query: nothing to sample
 
 
 def check_tier(tier: str, tiers: tuple[str, ...] = TIERS) -> str:

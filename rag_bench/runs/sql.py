@@ -30,6 +30,7 @@ from rag_bench.runs.layout import TABLES, RunLocation, view_schema
 T = TypeVar("T")
 READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN", "EXPLAIN ANALYZE")
 PLANNED_ONLY = ("SELECT", "EXPLAIN")  # what may run while the connection can reach files
+EXAMPLE = "SELECT * FROM runs"  # the statement a hint offers
 CHUNK_VECTORS = 16  # a streamed result arrives in DataFrames of up to 16 x 2048 rows
 SEALED = {  # set when the connection opens; lock_configuration keeps them so
     "autoinstall_known_extensions": False,
