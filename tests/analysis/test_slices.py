@@ -15,7 +15,7 @@ from rag_bench.experiment.runner import run_variant
 from rag_bench.report.data import report_data
 from rag_bench.runs import open_runs
 
-SEED = ROOT / "rag_bench" / "data" / "shipped" / "seed-example"
+SEED = ROOT / "data" / "seed-example"
 QUERIES = pd.DataFrame(
     {
         "run_id": ["a", "a", "a", "b"],
