@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent / "rag-bench"
 # the shipped datasets: inside the package since the redesign, at the top before it
-SHIPPED = next(p for p in (ROOT / "rag_bench" / "data" / "shipped", ROOT / "data") if p.is_dir())
+SHIPPED = ROOT / "data"
 DATASETS = {"kestrel": SHIPPED / "kestrel-kb", "lumen": SHIPPED / "lumen-mall-zh"}
 VARIANTS = ("baseline", "hybrid", "hybrid_rerank", "recorded")
 # columns that differ between two runs of the same inputs by design

@@ -7,7 +7,7 @@ import json
 import pytest
 from labels_helpers import write_labels
 
-from conftest import assert_one_line_error
+from conftest import assert_one_line_error, require
 
 PASSAGE = "The ferry leaves at 7:30 from pier 4 and reaches the island in forty minutes."
 ROWS = [
@@ -60,7 +60,7 @@ def test_labels_and_a_dataset_do_not_mix(rag_bench, tmp_path):
 
 
 def test_the_llm_judge_is_measured_the_same_way(fake, rag_bench, tmp_path):
-    pytest.importorskip("httpx", reason="the openai extra (httpx) is not installed")
+    require("httpx", "pip install -e '.[dev]'")
     path = write_labels(tmp_path, ROWS)
     outcome = rag_bench(
         "judge-agreement", "--labels", path, "--judge", "llm", "--set", "judge.model=judge-3",

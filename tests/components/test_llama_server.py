@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from conftest import require
 from llama_server import MODEL_NAME
 from rag_bench.components.openai.components import OpenAIGenerator
 from rag_bench.components.openai.judge import LLMJudge, LLMRelevanceJudge
@@ -22,7 +23,7 @@ from rag_bench.model import Chunk, Query
 from rag_bench.runs import open_runs
 from rag_bench.text.claims import split_claims
 
-pytest.importorskip("httpx", reason="the openai extra (httpx) is not installed")
+require("httpx", "pip install -e '.[dev]'")
 pytestmark = [pytest.mark.llm, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 RETURNS = "Items can be returned within 7 days of delivery. Fresh food cannot be returned."

@@ -11,13 +11,13 @@ import re
 
 import pytest
 
-from conftest import ROOT, assert_one_line_error
+from conftest import ROOT, assert_one_line_error, require
 from rag_bench.components.prompting import GENERATOR_SYSTEM, read_prompt
 from rag_bench.errors import UsageError
 from rag_bench.model import Chunk, Query
 from rag_bench.runs import open_runs
 
-pytest.importorskip("httpx", reason="the openai extra (httpx) is not installed")
+require("httpx", "pip install -e '.[dev]'")
 
 SEED = ROOT / "data" / "seed-example"
 CONTEXT = [Chunk("d1#0", "d1", 0, 20, "Returns take 7 days.", "Returns")]

@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import require
 from rag_bench import Qrels, Run, evaluate_run
 from rag_bench.experiment.traces import ranking_measures
 
-ir_measures = pytest.importorskip("ir_measures")
+ir_measures = require("ir_measures")
 
 
 def generate(seed: int):
