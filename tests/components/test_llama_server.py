@@ -24,7 +24,7 @@ from rag_bench.runs import open_runs
 from rag_bench.text.claims import split_claims
 
 require("httpx", "pip install -e '.[dev]'")
-pytestmark = [pytest.mark.llm, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = [pytest.mark.llm]
 
 RETURNS = "Items can be returned within 7 days of delivery. Fresh food cannot be returned."
 SHIPPING = "Orders ship within 2 working days. Express delivery costs 9 euros."
@@ -99,7 +99,7 @@ def test_the_relevance_judge_grades_answers(llama_server):
 
 def cli(args: list[str], env: dict, cache) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("RAG_BENCH_")}
-    environment |= {"RAG_BENCH_CACHE_DIR": str(cache), "PYTHONWARNINGS": "ignore", **env}
+    environment |= {"RAG_BENCH_CACHE_DIR": str(cache), **env}
     command = [sys.executable, "-m", "rag_bench.cli.main", *map(str, args)]
     return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=900)
 

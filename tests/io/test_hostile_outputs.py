@@ -23,7 +23,6 @@ from processes import COMMAND
 from conftest import assert_one_line_error
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.skipif(sys.platform != "linux", reason="mknod, FIFOs and tmpfs as on Linux"),
 ]
 

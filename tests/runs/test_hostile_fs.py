@@ -23,7 +23,6 @@ from conftest import assert_one_line_error
 from rag_bench.runs import TABLES, open_runs
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX symbolic links and flock"),
 ]
 
