@@ -106,15 +106,15 @@ def connect(
     over ``chosen``; it reads no file at all unless ``allow_files``, and writes none."""
     import duckdb
 
-    # DuckDB draws a progress bar on stdout for a query past 2 s: a library's output is its
-    # caller's (a notebook cell, a child process's stdout), never a bar
     config: dict[str, str | bool | int | float | list[str]] = {
         **SEALED,
         "enable_external_access": allow_files,
-        "enable_progress_bar": False,
-        "lock_configuration": True,
     }
     con = duckdb.connect(config=config)
+    # DuckDB draws a progress bar on stdout for a query past 2 s: a library's output is its
+    # caller's (a notebook cell, a child process's stdout), never a bar
+    con.execute("SET enable_progress_bar = false")
+    con.execute("SET lock_configuration = true")
     con.register("runs_frame", runs_frame(listed))
     con.execute("CREATE VIEW runs AS SELECT * FROM runs_frame")
     for table in TABLES:
