@@ -163,12 +163,10 @@ def export_command(run, fmt, stage, dataset, output, runs_dir):
     stored = store.get(run)
     retrieved = store.retrieved([stored.run_id])
     queries = store.queries([stored.run_id])
-    note = unanswerable_note(queries)
-    if note:
-        click.echo(f"note: {note}", err=True)
+    note = unanswerable_note(queries)  # said once the export is written, not before a failure
     if fmt == "trec":
         text = "\n".join(trec_lines(retrieved, stored.run_id, stage)) + "\n"
-        return _emit(text.encode(), output)
+        return _emit(text.encode(), output, note)
     from rag_bench.data.dataset import load_dataset
 
     recorded = stored.manifest["dataset"]
@@ -181,7 +179,7 @@ def export_command(run, fmt, stage, dataset, output, runs_dir):
     )
     if fmt == "jsonl":
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-        return _emit(body.encode(), output)
+        return _emit(body.encode(), output, note)
     if output is None:
         raise UserMistake(UsageError("Parquet is not written to a terminal", "give -o FILE"))
     import pyarrow as pa
@@ -189,13 +187,16 @@ def export_command(run, fmt, stage, dataset, output, runs_dir):
 
     buffer = pa.BufferOutputStream()  # written whole, then placed: a failure keeps the old file
     pq.write_table(pa.Table.from_pylist(records), buffer)
-    _emit(buffer.getvalue().to_pybytes(), output)
+    _emit(buffer.getvalue().to_pybytes(), output, note)
 
 
-def _emit(data: bytes, output: str | None) -> None:
+def _emit(data: bytes, output: str | None, note: str | None = None) -> None:
+    """Write the export to ``output`` (stdout when None), then say ``note`` on stderr."""
     from rag_bench.io.durable import write_output
 
     if output is None:
         click.echo(data.decode(), nl=False)
     else:
         write_output(output, data, "the export")
+    if note:
+        click.echo(f"note: {note}", err=True)

@@ -137,8 +137,13 @@ def test_store_peers_agree_with_the_library(store):
 
 
 def test_synthetic_run_tables_are_written_by_write_run(tmp_path):
+    from rag_bench.evaluation.answer import answer_metric_names
+    from rag_bench.experiment.runner import DEFAULT_KS
+    from rag_bench.experiment.traces import ranking_measures
+
     frames = bench_store.run_tables(12, seed=0)
-    assert len(frames["metrics"]) == 12 * 74  # every metric at the default cutoffs
+    stored = len(ranking_measures(DEFAULT_KS)) + len(answer_metric_names(DEFAULT_KS))
+    assert len(frames["metrics"]) == 12 * stored  # every metric at the default cutoffs
     per_query = bench_store.DEPTH + bench_store.DOCS_PER_QUERY
     assert len(frames["retrieved"]) == 12 * per_query
     for tool, write in bench_store.WRITE_OPS.items():

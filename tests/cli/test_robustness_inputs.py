@@ -144,7 +144,7 @@ def test_a_run_file_for_another_collection(tmp_path, rag_bench):
         (["rm", "20", "--yes"], ["ambiguous"]),
         (["show", "latest:hybrid"], ["no run of variant 'hybrid'", "baseline"]),
         (["compare", "{0}", "{0}"], ["itself"]),
-        (["compare", "{0}", "{other}"], ["different datasets", "--allow-mismatch"]),
+        (["compare", "{0}", "{other}"], ["different datasets", "@kestrel-kb"]),
     ],
 )
 def test_run_references_that_name_no_single_run(store, tmp_path, rag_bench, command, fragments):
