@@ -295,7 +295,10 @@ def test_store_round_trip_keeps_every_value(tables, extra):
         con = store.connect()
         for table in TABLES:
             columns = schema(table).names
-            expected = _plain(tables[table], columns)
+            written = tables[table]
+            if "repeat" in columns and "repeat" not in written:  # a run answered once: repeat 0
+                written = written.assign(repeat=0)
+            expected = _plain(written, columns)
             assert _plain(read_table(path, table), columns) == expected, table
             viewed = con.sql(f"SELECT * FROM {table}").df()
             assert _plain(viewed, columns) == expected, table
