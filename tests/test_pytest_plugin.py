@@ -45,13 +45,22 @@ def test_the_plugin_is_registered_for_pytest():
     assert meta["project"]["entry-points"]["pytest11"] == {"rag_bench": "rag_bench.testing"}
 
 
+def _entry_point_installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(e.value == "rag_bench.testing" for e in entry_points(group="pytest11"))
+
+
 def test_a_users_suite_fails_with_the_gates_table(clean, tmp_path):
     runs = _degraded(clean, tmp_path)
     (tmp_path / "test_rag.py").write_text(USER_TEST.replace("BASELINE", clean.run_id))
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     env.pop("RAG_BENCH_RUNS_DIR", None)
+    # an installed rag-bench brings the plugin through its pytest11 entry point, as a user has
+    # it; naming it again with -p would register it twice (pytest refuses that)
+    load = [] if _entry_point_installed() else ["-p", "rag_bench.testing"]
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "rag_bench.testing", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", *load, "-p", "no:cacheprovider",
          "--rag-bench-runs", str(runs), "-q", "test_rag.py"],
         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
