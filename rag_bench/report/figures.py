@@ -239,7 +239,7 @@ def length_chart(lengths: pd.DataFrame, runs: list[str], labels, rho: dict[str, 
         tip = f"{labels[row.run_id]} · {row.query_id}: {row.length:g} words, {row.faithfulness:.2f}"
         body.append(
             f'<circle cx="{x(row.length):.1f}" cy="{y(row.faithfulness):.1f}" r="4" '
-            f'fill="{colour_of(runs, row.run_id)}" fill-opacity="0.5" class="point">'
+            f'fill="{colour_of(runs, row.run_id)}" fill-opacity="0.5" class="point length-point">'
             f"<title>{e(tip)}</title></circle>"
         )
     return _svg("chart-length", width, height, body, "answer length against faithfulness")
