@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rag_bench.analysis.compare import COLUMNS as COMPARE_COLUMNS
 from rag_bench.analysis.compare import check_options, paired_table
 from rag_bench.analysis.pairing import Pair
 from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows
@@ -18,24 +19,15 @@ from rag_bench.data.perturb import SEPARATOR
 from rag_bench.errors import RagBenchError
 from rag_bench.runs import RunStore, StoredRun, open_runs
 
-COLUMNS = [
-    "run",
-    "perturbation",
-    "slice",
-    "metric",
-    "mean_original",
-    "mean_perturbed",
-    "delta",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_adjusted",
-    "wins",
-    "ties",
-    "losses",
-    "n",
-    "significant",
-]
+# compare's columns, the runs' names turned into what is paired here (no MDE column)
+RENAMED = {
+    "run_a": "run",
+    "run_b": "perturbation",
+    "mean_a": "mean_original",
+    "mean_b": "mean_perturbed",
+}
+PAIRED = ("run_a", "run_b", "mde")
+COLUMNS = ["run", "perturbation", *(RENAMED.get(c, c) for c in COMPARE_COLUMNS if c not in PAIRED)]
 
 
 @dataclass(frozen=True)
@@ -109,13 +101,6 @@ def robustness(
         made = [q.rsplit(SEPARATOR, 1)[1] for q in queries["query_id"] if SEPARATOR in q]
         counts[run.run_id] = {kind: made.count(kind) for kind in sorted(set(made))}
     table = paired_table(pairs, test, alpha, resamples, seed)
-    table = table.rename(
-        columns={
-            "run_a": "run",
-            "run_b": "perturbation",
-            "mean_a": "mean_original",
-            "mean_b": "mean_perturbed",
-        }
-    )
+    table = table.rename(columns=RENAMED)
     variants = {run.run_id: run.variant for run in runs}
     return Robustness(table[COLUMNS], counts, variants, test, alpha)

@@ -290,11 +290,12 @@ def with_perturbed(data, chosen: Sequence[str], kinds: Sequence[str], seed: int)
     copies, counts = perturb_queries([data.queries[q] for q in chosen], kinds, seed)
     original_of = {c.id: c.id.rsplit(SEPARATOR, 1)[0] for c in copies}
     frame = data.qrels.frame
-    judged = frame.assign(query_id=frame["query_id"].astype(str))
-    extra = [
-        judged[judged["query_id"] == original].assign(query_id=copy)
-        for copy, original in original_of.items()
-    ]
-    qrels = Qrels._from_frame(pd.concat([judged, *extra], ignore_index=True), data.qrels.source)
+    judged = frame.assign(
+        query_id=frame["query_id"].astype(str), doc_id=frame["doc_id"].astype(str)
+    )
+    pairs = pd.DataFrame({"copy": list(original_of), "query_id": list(original_of.values())})
+    extra = pairs.merge(judged, on="query_id")[["copy", "doc_id", "grade"]]
+    rows = [*judged.itertuples(index=False, name=None), *extra.itertuples(index=False, name=None)]
+    qrels = replace(Qrels.from_records(rows), source=data.qrels.source)
     queries = {**data.queries, **{c.id: c for c in copies}}
     return replace(data, queries=queries, qrels=qrels), [*chosen, *original_of], counts
