@@ -11,7 +11,7 @@ import pandas as pd
 
 from rag_bench.analysis import shown
 from rag_bench.analysis.pairing import TIE, Pair, comparable_runs, paired_values
-from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows, stored_metrics
+from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows
 from rag_bench.analysis.slices import check_slice, dataset_of, query_slices
 from rag_bench.errors import RagBenchError, UnknownNameError, check_number
 from rag_bench.evaluation.measures import improvement
@@ -212,9 +212,9 @@ def judged_gaps(con, runs, pairs: list[Pair]) -> list[str]:
     less (or more) than the baseline's, over the queries they share: unjudged documents count
     as not relevant, so a retriever that finds documents the pool never saw scores lower than it
     is, and the comparison is partly about holes in the qrels."""
-    if JUDGED not in stored_metrics(con):
-        return []
     judged = metric_values(con, [JUDGED], defined_only=True)
+    if judged.empty:  # runs stored before judged@k, or with no cutoff at 10
+        return []
     wide = judged.pivot_table(index="query_id", columns="run_id", values="value")
     base = runs[0].run_id
     out = []
