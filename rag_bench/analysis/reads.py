@@ -176,3 +176,30 @@ def load_traces(con, run_ids: Sequence[str], query_ids: Sequence[str], cutoff: i
         chosen,
     ).df()
     return Traces(queries, rankings, claims, cutoff)
+
+
+def top_documents(con, run_ids: Sequence[str], k: int) -> pd.DataFrame:
+    """run_id, query_id, rank, doc_id of the top ``k`` of each run's document ranking, with the
+    query's text, whether it should be refused and the run's answer (of repeat 0), ordered by
+    run, query and rank."""
+    return con.execute(
+        "SELECT r.run_id, r.query_id, r.rank, r.doc_id, q.query, q.should_refuse, q.answer "
+        "FROM retrieved r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id "
+        'WHERE list_contains(?, r.run_id) AND r.stage = ? AND r.rank <= ? AND q."repeat" = 0 '
+        "ORDER BY r.run_id, r.query_id, r.rank",
+        [list(run_ids), DOCUMENTS_STAGE, k],
+    ).df()
+
+
+def claim_verdicts(con, run_id: str) -> pd.DataFrame:
+    """Per claim of a run (repeat 0): query_id, claim_id, its text, citations, the judge's
+    verdict (supported, supported_by, judge) and the query's text, answer and failure class,
+    ordered by query and claim."""
+    return con.execute(
+        "SELECT c.query_id, c.claim_id, c.text, c.citations, c.supported, c.supported_by, "
+        "c.judge, q.query, q.answer, q.failure_class "
+        "FROM claims c JOIN queries q ON q.run_id = c.run_id AND q.query_id = c.query_id "
+        'AND q."repeat" = c."repeat" WHERE c.run_id = ? AND c."repeat" = 0 '
+        "ORDER BY c.query_id, c.claim_id",
+        [run_id],
+    ).df()

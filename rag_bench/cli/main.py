@@ -12,7 +12,7 @@ import traceback
 import click
 
 from rag_bench import __version__
-from rag_bench.cli import analysis, exchange, registry, run, scoring, store, tiers
+from rag_bench.cli import analysis, exchange, registry, review, run, scoring, store, tiers
 from rag_bench.cli.options import UserMistake
 from rag_bench.errors import ParameterError, RagBenchError
 
@@ -65,6 +65,8 @@ for command in (
     analysis.report_command,
     exchange.import_command,
     exchange.export_command,
+    review.pool_command,
+    review.review_command,
 ):
     cli.add_command(command)
 
