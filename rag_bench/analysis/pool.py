@@ -162,9 +162,7 @@ def pool_pairs(
                     "ranks": ranks,
                 }
             )
-    items.sort(
-        key=lambda i: (-i["priority"], min(i["ranks"].values()), i["query_id"], i["doc_id"])
-    )
+    items.sort(key=lambda i: (-i["priority"], min(i["ranks"].values()), i["query_id"], i["doc_id"]))
     return items
 
 
@@ -252,9 +250,7 @@ def sample_claims(
                 "claim_index": int(row.claim_id),
                 "claim": str(row.text),
                 "answer": "" if row.answer is None or pd.isna(row.answer) else str(row.answer),
-                "context": [
-                    {"doc_id": d, "text": _doc(data, d, run.run_id).text} for d in shown
-                ],
+                "context": [{"doc_id": d, "text": _doc(data, d, run.run_id).text} for d in shown],
                 "judge_verdict": "supported" if row.supported else "unsupported",
                 "stratum": row.stratum,
             }

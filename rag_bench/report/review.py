@@ -90,7 +90,11 @@ class ReviewSession:
         """Append the decision ``posted`` (``index`` of the item and its decision fields) as a
         label; a decision of the wrong shape is a :class:`DataError`."""
         index = posted.get("index")
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.items):
+        if (
+            not isinstance(index, int)
+            or isinstance(index, bool)
+            or not 0 <= index < len(self.items)
+        ):
             raise UsageError(f"no item {index!r}", f"post an index below {len(self.items)}")
         item = self.items[index]
         kind = item["kind"]
