@@ -269,3 +269,97 @@ def _describe(judge) -> str:
     """What the judge says of itself (e.g. which model ran, or that it is the weaker one)."""
     describe = getattr(judge, "describe", None)
     return describe() if callable(describe) else ""
+
+
+def assess_run_labels(store, run_ref: str, labels: str, resamples: int = 1000, seed: int = 0):
+    """The stored judge's agreement with a person's claim labels for one run: the ``claim``
+    labels of a review labels file (:mod:`rag_bench.data.review`, e.g. from ``rag-bench pool
+    --claims`` and ``rag-bench review``) that name the run, the last label per claim.
+
+    The measures (balanced accuracy, κ, ROC-AUC of the judge's grade, precision and recall of
+    "unsupported", with bootstrap intervals over queries) are those of the labelled claims,
+    beside the constant baseline (the judge's context is not re-read, so there is no overlap
+    baseline). A stratified sample over-represents small strata: ``run_accuracy`` reweights
+    each stratum's accuracy by its share of the run's judged claims (the stratified
+    estimator), an estimate of the judge's accuracy over the whole run."""
+    from rag_bench.analysis.meta import bootstrap
+    from rag_bench.analysis.pool import stratum
+    from rag_bench.analysis.reads import claim_verdicts
+    from rag_bench.data.review import latest_labels, read_labels
+
+    check_number("resamples", resamples, 1, whole=True)
+    run_id = store.resolve(run_ref)
+    verdicts = claim_verdicts(store.connect([run_id]), run_id)
+    mine = [
+        label
+        for key, label in latest_labels(read_labels(labels)).items()
+        if key[0] == "claim" and label["run_id"] == run_id
+    ]
+    if not mine:
+        raise RagBenchError(
+            f"{labels} holds no claim labels of run {run_id}",
+            f"sample its claims with rag-bench pool --claims {run_id} and label them",
+        )
+    indexed = verdicts.set_index(["query_id", "claim_id"])
+    rows = []
+    for label in mine:
+        where = (label["query_id"], label["claim_index"])
+        if where not in indexed.index:
+            raise RagBenchError(
+                f"{labels} labels claim {where[1]} of query {where[0]!r}, which run {run_id} lacks",
+                "label claims sampled from this run (rag-bench pool --claims)",
+            )
+        found = indexed.loc[where]
+        if pd.isna(found["supported"]):
+            continue  # the judge gave no verdict: nothing to agree with
+        rows.append(
+            {
+                "query_id": where[0],
+                "supported": label["label"] == "supported",
+                "judged": bool(found["supported"]),
+                "grade": found["support_grade"],
+                "stratum": stratum(bool(found["supported"]), found["failure_class"]),
+                "labeller": label["labeller"],
+            }
+        )
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        raise RagBenchError(
+            f"the claims {labels} labels for run {run_id} have no judge verdict",
+            "label claims the run's judge gave a verdict on",
+        )
+    supported = frame["supported"].to_numpy(bool)
+    judged = frame["judged"].to_numpy(bool)
+    grades = pd.to_numeric(frame["grade"], errors="coerce").to_numpy(float)
+    score = np.where(np.isnan(grades), judged.astype(float), grades / 2)
+    n = len(frame)
+    scorers = {"judge": (~judged, score), "constant": (np.zeros(n, bool), np.ones(n))}
+    table = bootstrap(scorers, supported, frame["query_id"].tolist(), resamples, seed)
+    judges = sorted(set(verdicts["judge"].dropna()))
+    return {
+        "run_id": run_id,
+        "judge": ", ".join(judges) or "?",
+        "labels": str(labels),
+        "labellers": sorted(set(frame["labeller"])),
+        "n_claims": n,
+        "n_groups": int(frame["query_id"].nunique()),
+        "scorers": table,
+        **agreement_stats(supported, judged),
+        "run_accuracy": _stratified_accuracy(frame, verdicts),
+    }
+
+
+def _stratified_accuracy(frame: pd.DataFrame, verdicts: pd.DataFrame) -> float:
+    """Σ over strata of (the stratum's share of the run's judged claims) × (the accuracy on
+    its labelled claims), over the strata that have labels (their shares renormalised)."""
+    from rag_bench.analysis.pool import stratum
+
+    judged = verdicts[verdicts["supported"].notna()]
+    sizes = pd.Series(
+        [stratum(bool(s), f) for s, f in zip(judged["supported"], judged["failure_class"])]
+    ).value_counts()
+    accuracy = (frame["supported"] == frame["judged"]).groupby(frame["stratum"]).mean()
+    weights = sizes.reindex(accuracy.index).fillna(0)
+    if weights.sum() == 0:
+        return float("nan")
+    return float((accuracy * weights).sum() / weights.sum())

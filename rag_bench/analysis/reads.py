@@ -193,11 +193,11 @@ def top_documents(con, run_ids: Sequence[str], k: int) -> pd.DataFrame:
 
 def claim_verdicts(con, run_id: str) -> pd.DataFrame:
     """Per claim of a run (repeat 0): query_id, claim_id, its text, citations, the judge's
-    verdict (supported, supported_by, judge) and the query's text, answer and failure class,
-    ordered by query and claim."""
+    verdict (supported, support_grade, supported_by, judge) and the query's text, answer and
+    failure class, ordered by query and claim."""
     return con.execute(
-        "SELECT c.query_id, c.claim_id, c.text, c.citations, c.supported, c.supported_by, "
-        "c.judge, q.query, q.answer, q.failure_class "
+        "SELECT c.query_id, c.claim_id, c.text, c.citations, c.supported, c.support_grade, "
+        "c.supported_by, c.judge, q.query, q.answer, q.failure_class "
         "FROM claims c JOIN queries q ON q.run_id = c.run_id AND q.query_id = c.query_id "
         'AND q."repeat" = c."repeat" WHERE c.run_id = ? AND c."repeat" = 0 '
         "ORDER BY c.query_id, c.claim_id",

@@ -94,7 +94,8 @@ def eval_command(qrels_path, run_path, metrics, complete, rel_level, per_query, 
     type=click.Path(dir_okay=False),
     default=None,
     help="A labels JSONL file (answers or claims with a human label, see docs/judges.md): "
-    "measure the judge on it beside the constant and unigram-overlap baselines.",
+    "measure the judge on it beside the constant and unigram-overlap baselines. With --run, "
+    "the labels file of `rag-bench review`: the run's stored verdicts against its claim labels.",
 )
 @click.option(
     "--calibration",
@@ -110,11 +111,23 @@ def judge_agreement_command(
 ):
     """How well a judge agrees with human labels: the claim labels of a dataset's answers.jsonl,
     or with --labels any labelled answers or claims (balanced accuracy, kappa, ROC-AUC,
-    precision/recall of unsupported, share flagged, with bootstrap intervals and baselines)."""
-    from rag_bench.analysis.agreement import assess_judge, assess_labels
-    from rag_bench.cli.views import agreement_output, meta_output
+    precision/recall of unsupported, share flagged, with bootstrap intervals and baselines),
+    or with --run RUN --labels LABELS the run's stored verdicts against a person's labels of
+    them (rag-bench pool --claims, then rag-bench review)."""
+    from rag_bench.analysis.agreement import assess_judge, assess_labels, assess_run_labels
+    from rag_bench.cli.views import agreement_output, meta_output, run_labels_output
+    from rag_bench.data.review import is_review_labels
     from rag_bench.data.dataset import load_dataset
 
+    if labels and is_review_labels(labels):
+        if dataset or calibration or not run_ref:
+            raise click.UsageError(
+                "a review labels file (rag-bench review) goes with --run, the run whose claim "
+                "verdicts were labelled, and without --dataset/--calibration"
+            )
+        report = assess_run_labels(open_store(runs_dir), run_ref, labels, resamples, seed)
+        click.echo(run_labels_output(report, fmt))
+        return
     if labels:
         if dataset or run_ref:
             raise click.UsageError("--labels measures on its own file: leave out --dataset/--run")

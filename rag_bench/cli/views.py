@@ -182,6 +182,29 @@ def meta_table(level: dict) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+def run_labels_output(report: dict, fmt: str) -> str:
+    """The stored judge of a run against a person's claim labels (rag-bench review)."""
+    if fmt == "json":
+        return to_json(report)
+    return "\n".join(
+        [
+            f"judge {report['judge']} of run {report['run_id']} against {report['labels']}: "
+            f"{report['n_claims']} labelled claims of {report['n_groups']} queries "
+            f"(labelled by {', '.join(report['labellers'])})",
+            "",
+            render(meta_table(report), "table"),
+            "",
+            render(
+                pd.DataFrame([{"": k, "claims": v} for k, v in report["confusion"].items()]),
+                "table",
+            ),
+            "",
+            f"accuracy on the sample {report['accuracy']:.4f}; over the run, each stratum "
+            f"weighted by its share of the run's claims: {report['run_accuracy']:.4f}",
+        ]
+    )
+
+
 def meta_output(report: dict, fmt: str) -> str:
     if fmt == "json":
         return to_json(report)
