@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from rag_bench.cli.options import WHOLE, open_store, runs_dir_option
+from rag_bench.errors import UsageError
 
 
 @click.command("pool")
@@ -57,16 +58,16 @@ def pool_command(runs, depth, claims_run, sample, seed, dataset, runs_dir, outpu
     store.check_output(output, "pool file")
     if claims_run:
         if runs:
-            raise click.UsageError("--claims samples one run: leave out the RUNS arguments")
+            raise UsageError("--claims samples one run", "leave out the RUNS arguments")
         if sample is None:
-            raise click.UsageError("--claims needs --sample N (how many claims to review)")
+            raise UsageError("--claims needs --sample", "give --sample N: how many to review")
         items = sample_claims(store, claims_run, sample, seed, dataset)
         what = f"{len(items)} claims of {store.resolve(claims_run)}"
     else:
         if sample is not None:
-            raise click.UsageError("--sample goes with --claims")
+            raise UsageError("--sample goes with --claims", "add --claims RUN or drop --sample")
         if not runs:
-            raise click.UsageError("name the runs to pool (or --claims RUN)")
+            raise UsageError("no runs to pool", "name the runs to pool (or --claims RUN)")
         items = pool_pairs(store, runs, depth, dataset)
         what = f"{len(items)} unjudged pairs from the top {depth} of {len(runs)} run(s)"
     write_items(items, output)

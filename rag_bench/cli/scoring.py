@@ -116,14 +116,16 @@ def judge_agreement_command(
     them (rag-bench pool --claims, then rag-bench review)."""
     from rag_bench.analysis.agreement import assess_judge, assess_labels, assess_run_labels
     from rag_bench.cli.views import agreement_output, meta_output, run_labels_output
-    from rag_bench.data.review import is_review_labels
     from rag_bench.data.dataset import load_dataset
+    from rag_bench.data.review import is_review_labels
+    from rag_bench.errors import UsageError
 
     if labels and is_review_labels(labels):
         if dataset or calibration or not run_ref:
-            raise click.UsageError(
-                "a review labels file (rag-bench review) goes with --run, the run whose claim "
-                "verdicts were labelled, and without --dataset/--calibration"
+            raise UsageError(
+                f"{labels} is a review labels file (rag-bench review)",
+                "name the run whose claim verdicts were labelled with --run, "
+                "and leave out --dataset and --calibration",
             )
         report = assess_run_labels(open_store(runs_dir), run_ref, labels, resamples, seed)
         click.echo(run_labels_output(report, fmt))
