@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -258,7 +259,8 @@ def sample_claims(
     return items
 
 
-def _ids(values: object) -> list[str]:
+def _ids(values: Any) -> list[str]:
+    """A stored list of document ids (an array, or None/NaN when absent) as strings."""
     if values is None or isinstance(values, float):
         return []
     return [str(v) for v in values]
