@@ -37,7 +37,7 @@ from rag_bench.data.review import (
     read_items,
     read_labels,
 )
-from rag_bench.errors import DataError, RagBenchError, UsageError
+from rag_bench.errors import DataError, RagBenchError, UsageError, check_number
 from rag_bench.io.durable import atomic_write
 from rag_bench.report.review_page import review_page
 
@@ -163,12 +163,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.headers.get_content_type() != "application/json":
             self._json(415, {"error": "labels are posted as application/json"})
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        if not 0 < length <= MAX_BODY:
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit() or not 0 < int(length) <= MAX_BODY:
             self._json(413, {"error": "a label is a small JSON object"})
             return
         try:
-            posted = json.loads(self.rfile.read(length))
+            posted = json.loads(self.rfile.read(int(length)))
             if not isinstance(posted, dict):
                 raise ValueError("not a JSON object")
             label = self.server.session.record(posted)
@@ -188,6 +188,7 @@ class ReviewServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, session: ReviewSession, port: int = 0, on_label=None):
+        check_number("port", port, 0, 65535, whole=True)
         self.session = session
         self.on_label = on_label or (lambda label: None)
         try:

@@ -310,6 +310,8 @@ def test_a_label_needs_the_token_the_loopback_host_and_json(tmp_path):
         assert post(server, token, json.dumps({"index": 9, "grade": 1}).encode())[0] == 400
         assert post(server, token, json.dumps({"index": 1, "grade": 1}).encode())[0] == 400
         assert not labels.exists()
+        assert post(server, token, b"[1, 2]")[0] == 400
+        assert post(server, token, b"{not json")[0] == 400
         assert post(server, token, good)[0] == 200
         connection = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=10)
         connection.request("GET", "/", headers={"Host": f"127.0.0.1:{server.server_port}"})
@@ -339,3 +341,6 @@ def test_a_malformed_labels_file_is_one_line_naming_it(rag_bench, tmp_path):
     assert_one_line_error(outcome, f"{bad}:1", "kind is None")
     outcome = rag_bench("review", pool, "-o", labels, "--labeller", " ")
     assert_one_line_error(outcome, "labeller is empty")
+    labels.unlink()
+    outcome = rag_bench("review", pool, "-o", labels, "--labeller", "ana", "--port", 70000)
+    assert_one_line_error(outcome, "--port 70000 is out of range")
