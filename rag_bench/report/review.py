@@ -7,8 +7,9 @@ decision a person makes to a labels file.
 - A token: the page's URL carries a random token, and a label is taken only with it (compared
   in constant time) and as ``application/json``, so another local page cannot post one.
 - Durable: each label is appended by rewriting the labels file whole through
-  :func:`rag_bench.io.durable.atomic_write` (synced, then renamed), under a lock, so the file
-  always holds every earlier line and either all of the new one or none of it.
+  :func:`rag_bench.io.durable.atomic_write` (synced, renamed, the folder synced), under a lock,
+  so the file always holds every earlier line and either all of the new one or none of it; an
+  exclusive ``flock`` on the folder makes two servers on one labels file take turns.
 - Resuming: the items an existing labels file already labels count as done; the page opens on
   the first item still unlabelled.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import json
+import os
 import secrets
 import threading
 from datetime import datetime, timezone
@@ -38,7 +40,7 @@ from rag_bench.data.review import (
     read_labels,
 )
 from rag_bench.errors import DataError, RagBenchError, UsageError, check_number
-from rag_bench.io.durable import atomic_write
+from rag_bench.io.durable import atomic_write, fsync
 from rag_bench.report.review_page import review_page
 
 HOST = "127.0.0.1"
@@ -59,7 +61,7 @@ class ReviewSession:
         self.items = read_items(items_path)
         if not self.items:
             raise DataError(items_path, "no review items", "make one with rag-bench pool")
-        self.labels_path = Path(labels_path)
+        self.labels_path = Path(os.path.realpath(labels_path))  # a link: its target
         if self.labels_path.exists() and not self.labels_path.is_file():
             raise UsageError(
                 f"the labels file {labels_path} is not a file", "name a file for the labels"
@@ -111,10 +113,29 @@ class ReviewSession:
         return label
 
     def _append(self, line: bytes) -> None:
-        before = self.labels_path.read_bytes() if self.labels_path.exists() else b""
-        if before and not before.endswith(b"\n"):
-            before += b"\n"
-        atomic_write(self.labels_path, before + line)
+        with folder_lock(self.labels_path.parent):
+            before = self.labels_path.read_bytes() if self.labels_path.exists() else b""
+            if before and not before.endswith(b"\n"):
+                before += b"\n"
+            atomic_write(self.labels_path, before + line)
+            fsync(self.labels_path.parent)  # the rename itself, on disk
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path):
+    """An exclusive ``flock`` on ``folder`` for the block, so that two review servers writing
+    one labels file take turns (where there is no ``flock``, the session's lock alone)."""
+    try:
+        import fcntl
+    except ImportError:  # not on POSIX
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 class _Handler(BaseHTTPRequestHandler):

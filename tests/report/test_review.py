@@ -8,6 +8,7 @@ import http.client
 import json
 import re
 import shutil
+import threading
 
 import pytest
 
@@ -318,6 +319,26 @@ def test_a_label_needs_the_token_the_loopback_host_and_json(tmp_path):
         assert connection.getresponse().status == 403  # the page itself needs the token
     assert server.server_address[0] == "127.0.0.1"
     assert [label["grade"] for label in lines(labels)] == [2]
+
+
+def test_two_sessions_appending_to_one_labels_file_lose_no_line(tmp_path):
+    pool = tmp_path / "pool.jsonl"
+    write_items(hostile_items(), pool)
+    labels = tmp_path / "labels.jsonl"
+    sessions = [ReviewSession(pool, labels, name) for name in ("ana", "ben")]
+
+    def label(session):
+        for grade in [0, 1, 2, 3] * 10:
+            session.record({"index": 0, "grade": grade})
+
+    threads = [threading.Thread(target=label, args=(s,)) for s in sessions for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    written = lines(labels)
+    assert len(written) == 160
+    assert sorted(w["labeller"] for w in written) == ["ana"] * 80 + ["ben"] * 80
 
 
 def test_a_malformed_labels_file_is_one_line_naming_it(rag_bench, tmp_path):
