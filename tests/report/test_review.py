@@ -365,3 +365,53 @@ def test_a_malformed_labels_file_is_one_line_naming_it(rag_bench, tmp_path):
     labels.unlink()
     outcome = rag_bench("review", pool, "-o", labels, "--labeller", "ana", "--port", 70000)
     assert_one_line_error(outcome, "--port 70000 is out of range")
+
+
+@pytest.mark.signals
+def test_the_command_prints_its_url_serves_and_ends_on_ctrl_c(tmp_path):
+    import select
+    import signal
+    import subprocess
+    from urllib.parse import urlsplit
+
+    from processes import COMMAND, DEFAULT_SIGINT
+
+    pool = tmp_path / "pool.jsonl"
+    write_items(hostile_items(), pool)
+    labels = tmp_path / "labels.jsonl"
+    child = subprocess.Popen(
+        [*DEFAULT_SIGINT, *COMMAND, "review", pool, "-o", labels, "--labeller", "ana"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = None
+        while url is None:
+            ready, _, _ = select.select([child.stdout], [], [], 60)
+            assert ready, "no review page URL within 60 s"
+            line = child.stdout.readline()
+            assert line, child.stderr.read()
+            if line.startswith("review page: "):
+                url = urlsplit(line.split()[2])
+        assert url.hostname == "127.0.0.1" and url.query.startswith("token=")
+        connection = http.client.HTTPConnection("127.0.0.1", url.port, timeout=10)
+        connection.request("GET", f"/?{url.query}")
+        answer = connection.getresponse()
+        assert answer.status == 200 and b"rag-bench review" in answer.read()
+        connection.request(
+            "POST",
+            f"/label?{url.query}",
+            body=json.dumps({"index": 1, "label": "unsupported"}),
+            headers={"Content-Type": "application/json"},
+        )
+        assert connection.getresponse().status == 200
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0, err
+    assert "Traceback" not in err and err.strip() == "1/5 labelled"
+    assert out.strip().splitlines()[-1] == f"1/5 labelled in {labels}"
+    assert [(w["kind"], w["label"]) for w in lines(labels)] == [("claim", "unsupported")]
