@@ -17,7 +17,9 @@ from rag_bench.cli.options import REAL, WHOLE, runs_dir_option, split_list
     default=None,
     help="The corpus's dataset (folder or shipped name); with --accept, the generated set.",
 )
-@click.option("-o", "--out", "out_dir", type=click.Path(), default=None, help="New folder to write.")
+@click.option(
+    "-o", "--out", "out_dir", type=click.Path(), default=None, help="New folder to write."
+)
 @click.option("--n", "n", type=WHOLE, default=40, show_default=True, help="Queries to propose.")
 @click.option("--seed", type=WHOLE, default=0, show_default=True, help="Seed of every draw.")
 @click.option(
@@ -65,7 +67,19 @@ from rag_bench.cli.options import REAL, WHOLE, runs_dir_option, split_list
 )
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text")
 def generate_command(
-    dataset, out_dir, n, seed, categories, llm, overrides, runs, metric, effects, runs_dir, labels, fmt
+    dataset,
+    out_dir,
+    n,
+    seed,
+    categories,
+    llm,
+    overrides,
+    runs,
+    metric,
+    effects,
+    runs_dir,
+    labels,
+    fmt,
 ):
     """Propose queries from a corpus (literal, paraphrase, multi-hop, unanswerable) as a new
     dataset marked generated and unreviewed, with a review file and a quality report.
@@ -173,7 +187,9 @@ def quality_text(result) -> str:
             f"  {category}: median {row['median_rank']}, rank 1 {_pct(row['share_rank_1'])}"
         )
     p = q["power"]
-    needed = ", ".join(f"{e}: {c if c is not None else '-'}" for e, c in p["queries_needed"].items())
+    needed = ", ".join(
+        f"{e}: {c if c is not None else '-'}" for e, c in p["queries_needed"].items()
+    )
     lines.append(
         f"power: detectable effect at {p['n']} queries {p['detectable_effect']}; queries a "
         f"tier needs per effect {needed} ({p['spread_from']})"

@@ -47,10 +47,14 @@ class Lexicon:
             rows.append(counts)
         df = Counter(t for row in rows for t in row)
         n = len(rows)
-        kept = sorted(t for t, d in df.items() if d >= MIN_DF and d <= max(MIN_DF, MAX_DF_SHARE * n))
+        kept = sorted(
+            t for t, d in df.items() if d >= MIN_DF and d <= max(MIN_DF, MAX_DF_SHARE * n)
+        )
         self.terms = kept
         self.index = {t: i for i, t in enumerate(kept)}
-        self.surface = {t: min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in kept}
+        self.surface = {
+            t: min(surfaces[t].items(), key=lambda kv: (-kv[1], kv[0]))[0] for t in kept
+        }
         data, cols, ptr = [], [], [0]
         for row in rows:
             for term, count in sorted(row.items()):

@@ -44,7 +44,7 @@ def messages(proposal: Proposal) -> list[dict]:
         task = (
             f"Passage 1: {proposal.details['bridge_span']}\nPassage 2: {proposal.source_span}\n"
             f"Answer: {proposal.gold_answer}\nWrite a question whose answer is the answer above "
-            f"and that needs both passages: do not name \"{proposal.details['bridge']}\", "
+            f'and that needs both passages: do not name "{proposal.details["bridge"]}", '
             "describe it by what passage 1 says about it."
         )
     elif proposal.category == "unanswerable":

@@ -124,7 +124,9 @@ def sentence_candidates(doc_id: str, sentence: str) -> list[Candidate]:
     for fact in sorted(facts, key=_preference):
         if not fact.numbers and fact.code is None and len(fact.text.split()) < 2:
             continue  # a lone capitalised word is too often part of a longer phrase
-        spans = [m.start() for m in re.finditer(rf"(?<![\w.-]){re.escape(fact.text)}(?!\w)", sentence)]
+        spans = [
+            m.start() for m in re.finditer(rf"(?<![\w.-]){re.escape(fact.text)}(?!\w)", sentence)
+        ]
         start = spans[-1] if spans else -1
         if start < third or len(words) - len(fact.text.split()) < 5:
             continue
@@ -332,8 +334,7 @@ class Proposer:
             said = [
                 d
                 for d in self.mentioning(other)
-                if len(rest & self.doc_terms(d))
-                >= ATTRIBUTE_SHARE * max(len(rest), 1)
+                if len(rest & self.doc_terms(d)) >= ATTRIBUTE_SHARE * max(len(rest), 1)
             ]
             if said:
                 continue
@@ -350,15 +351,17 @@ class Proposer:
         return None
 
     def things_of_kind(self, kind: str, rng: random.Random, exclude: str) -> list[str]:
-        """Up to 20 named things of ``kind`` from other documents' candidates, seeded."""
+        """Up to 20 named things (names, codes) of ``kind`` from the text of other documents
+        (up to 200 of them), in a seeded order."""
         order = sorted(self.data.docs)
         rng.shuffle(order)
         found: list[str] = []
         for doc_id in order[:200]:
             if doc_id == exclude:
                 continue
-            for candidate in self.candidates(doc_id):
-                found += [t for t in candidate.things if _kind(t) == kind and t not in found]
+            facts = key_facts(self.data.docs[doc_id].text[:2000])
+            found += [f.text for f in facts if _named(f) and _kind(f.text) == kind]
+            found = list(dict.fromkeys(found))
             if len(found) >= 20:
                 break
         return found[:20]

@@ -176,7 +176,13 @@ def near_duplicates(texts: Sequence[str], threshold: float, queries=None) -> dic
         "pairs": len(pairs),
         "queries_in_pairs": len({i for _, a, b in pairs for i in (a, b)}),
         "examples": [
-            {"jaccard": round(s, 4), "a": ids[a], "b": ids[b], "text_a": texts[a], "text_b": texts[b]}
+            {
+                "jaccard": round(s, 4),
+                "a": ids[a],
+                "b": ids[b],
+                "text_a": texts[a],
+                "text_b": texts[b],
+            }
             for s, a, b in pairs[:EXAMPLES]
         ],
     }
@@ -258,7 +264,9 @@ def flags(report: dict) -> list[str]:
     return out
 
 
-def run_differences(store, ref_a: str, ref_b: str, metric: str = "ndcg@10") -> tuple[list[float], str]:
+def run_differences(
+    store, ref_a: str, ref_b: str, metric: str = "ndcg@10"
+) -> tuple[list[float], str]:
     """The per-query differences b − a of ``metric`` between two stored runs (queries both
     define it), and a line saying where they come from."""
     from rag_bench.errors import UsageError

@@ -1,0 +1,153 @@
+"""The quality report of generated test sets (``rag-bench generate``) on a public BEIR corpus
+and on the shipped kestrel-kb, and ``baseline`` run on each generated set:
+
+    python benchmarks/testset_quality.py [--dataset SOURCE | --mirror CLONE] [--n 200] [--docs]
+
+The BEIR corpus is found as ``beir_table.py`` finds it (ArguAna from the public snapshot named
+there). For each corpus it generates ``--n`` queries offline (seed ``--seed``), runs
+``baseline`` on the generated set, and for kestrel-kb also reports the hand-written queries'
+difficulty with the same measure (the BM25 rank of the best relevant document). Writes
+``benchmarks/results/generate-<corpus>.json``; ``--docs`` rewrites the tables in
+docs/generate.md between their markers from those files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+from beir_table import find_dataset
+from common import RESULTS_DIR
+
+from rag_bench.data.dataset import load_dataset
+from rag_bench.experiment.runner import run_variant
+from rag_bench.testsets.generate import generate
+from rag_bench.testsets.quality import quality_report
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "generate.md"
+START, END = "<!-- testset-quality:start -->", "<!-- testset-quality:end -->"
+HEADLINE = ("ndcg@10", "recall@10", "answer_f1", "key_fact_recall")
+
+
+def measure(name: str, source: Path, n: int, seed: int, work: Path) -> dict:
+    out = work / f"generated-{name}-s{seed}-n{n}"
+    if out.exists():
+        shutil.rmtree(out)
+    started = time.process_time()
+    made = generate(source, out, n=n, seed=seed, cache_dir=work / "cache")
+    cpu = time.process_time() - started
+    run = run_variant("baseline", out, runs_dir=work / "runs", cache_dir=work / "cache")
+    metrics = run.metrics
+    by_category = (
+        metrics[metrics["metric"].isin(HEADLINE)]
+        .merge(run.queries[["query_id", "category"]], on="query_id")
+        .groupby(["category", "metric"])["value"]
+        .mean()
+    )
+    result = {
+        "corpus": name,
+        "source": str(source),
+        "n": n,
+        "seed": seed,
+        "methods": made.methods,
+        "generate_cpu_seconds": round(cpu, 1),
+        "quality": made.quality,
+        "baseline_run": {
+            "run_id": run.run_id,
+            "all": {
+                m: round(float(metrics.loc[metrics["metric"] == m, "value"].mean()), 4)
+                for m in HEADLINE
+            },
+            "by_category": {
+                c: {m: round(float(v), 4) for (cc, m), v in by_category.items() if cc == c}
+                for c in sorted({c for c, _ in by_category.index})
+            },
+        },
+        "examples": [
+            {
+                "id": q,
+                "category": p.category,
+                "method": p.method,
+                "text": p.text,
+                "gold": p.gold_answer,
+                "docs": list(p.doc_ids),
+            }
+            for q, p in made.queries[:: max(1, len(made.queries) // 8)][:8]
+        ],
+    }
+    if name == "kestrel-kb":
+        hand = quality_report(load_dataset(source), cache_dir=work / "cache")
+        result["hand_written"] = {k: hand[k] for k in ("queries", "categories", "difficulty")}
+    return result
+
+
+def table(results: list[dict]) -> str:
+    head = (
+        "| set | queries | answerable found | near-dup pairs | docs used | top doc share | "
+        "median BM25 rank | rank 1 | top 10 | queries for Δ 0.05 | baseline nDCG@10 |"
+    )
+    lines = [head, "|" + "---|" * 11]
+    for r in results:
+        rows = [(f"{r['corpus']}: generated (seed {r['seed']})", r["quality"], r["baseline_run"])]
+        if "hand_written" in r:
+            rows.append((f"{r['corpus']}: hand-written", r["hand_written"], None))
+        for label, q, run in rows:
+            d, s = q["difficulty"], q.get("spread")
+            a, dup = q.get("answerability"), q.get("near_duplicates")
+            needed = q.get("power", {}).get("queries_needed", {}).get("0.05")
+            cells = [
+                label,
+                q["queries"],
+                f"{a['share']:.0%} of {a['checked']}" if a else "–",
+                dup["pairs"] if dup else "–",
+                f"{s['documents_used']} / {s['corpus']}" if s else "–",
+                f"{s['top_document_share']:.1%}" if s else "–",
+                d["median_rank"],
+                f"{d['share_rank_1']:.0%}",
+                f"{d['share_top_10']:.0%}",
+                needed if needed is not None else "–",
+                f"{run['all']['ndcg@10']:.3f}" if run else "–",
+            ]
+            lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines)
+
+
+def write_docs(results: list[dict]) -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    block = re.compile(re.escape(START) + r"\n.*?" + re.escape(END), re.S)
+    if not block.search(text):
+        raise SystemExit(f"{DOCS} has no {START} … {END} block")
+    DOCS.write_text(block.sub(lambda _: f"{START}\n{table(results)}\n{END}", text))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", help="a BEIR folder, BeIR-layout folder, zip or snapshot")
+    parser.add_argument("--mirror", help="a bare git clone of the known public copy")
+    parser.add_argument("--cache", default=str(Path.home() / ".cache" / "rag-bench-beir"))
+    parser.add_argument("--work", default="/tmp/rag-bench-testset-quality")
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--docs", action="store_true", help="only rewrite docs/generate.md")
+    args = parser.parse_args()
+    names = ["arguana", "kestrel-kb"]
+    if not args.docs:
+        beir = find_dataset(args.dataset, args.mirror, Path(args.cache) / "datasets")
+        work = Path(args.work)
+        for name, source in (("arguana", beir), ("kestrel-kb", load_dataset().path)):
+            result = measure(name, Path(source), args.n, args.seed, work)
+            out = RESULTS_DIR / f"generate-{name}.json"
+            out.write_text(json.dumps(result, indent=2) + "\n")
+            print(f"wrote {out}", flush=True)
+    results = [json.loads((RESULTS_DIR / f"generate-{n}.json").read_text()) for n in names]
+    print(table(results))
+    if args.docs:
+        write_docs(results)
+
+
+if __name__ == "__main__":
+    main()
