@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 
 from beir_table import find_dataset
@@ -34,28 +35,33 @@ HEADLINE = ("ndcg@10", "recall@10", "answer_f1", "key_fact_recall")
 
 
 def measure(name: str, source: Path, n: int, seed: int, work: Path) -> dict:
+    """Generate (or reuse the complete set generated before with the same parameters), run
+    baseline on it, and gather the numbers."""
     out = work / f"generated-{name}-s{seed}-n{n}"
-    if out.exists():
-        shutil.rmtree(out)
-    started = time.process_time()
-    made = generate(source, out, n=n, seed=seed, cache_dir=work / "cache")
-    cpu = time.process_time() - started
+    previous = RESULTS_DIR / f"generate-{name}.json"
+    cpu = None
+    if not (out / "quality.json").is_file():
+        if out.exists():
+            shutil.rmtree(out)
+        started = time.process_time()
+        generate(source, out, n=n, seed=seed, cache_dir=work / "cache")
+        cpu = round(time.process_time() - started, 1)
+    elif previous.is_file():
+        cpu = json.loads(previous.read_text()).get("generate_cpu_seconds")
+    quality = json.loads((out / "quality.json").read_text())
+    records = [json.loads(line) for line in (out / "queries.jsonl").read_text().splitlines()]
     run = run_variant("baseline", out, runs_dir=work / "runs", cache_dir=work / "cache")
-    metrics = run.metrics
-    by_category = (
-        metrics[metrics["metric"].isin(HEADLINE)]
-        .merge(run.queries[["query_id", "category"]], on="query_id")
-        .groupby(["category", "metric"])["value"]
-        .mean()
-    )
+    metrics = run.metrics[run.metrics["metric"].isin(HEADLINE)]
+    by_category = metrics.groupby(["category", "metric"])["value"].mean()
+    step = max(1, len(records) // 8)
     result = {
         "corpus": name,
         "source": str(source),
         "n": n,
         "seed": seed,
-        "methods": made.methods,
-        "generate_cpu_seconds": round(cpu, 1),
-        "quality": made.quality,
+        "methods": dict(sorted(Counter(r["generated"]["method"] for r in records).items())),
+        "generate_cpu_seconds": cpu,
+        "quality": quality,
         "baseline_run": {
             "run_id": run.run_id,
             "all": {
@@ -69,14 +75,14 @@ def measure(name: str, source: Path, n: int, seed: int, work: Path) -> dict:
         },
         "examples": [
             {
-                "id": q,
-                "category": p.category,
-                "method": p.method,
-                "text": p.text,
-                "gold": p.gold_answer,
-                "docs": list(p.doc_ids),
+                "id": r["_id"],
+                "category": r["category"],
+                "method": r["generated"]["method"],
+                "text": r["text"],
+                "gold": r.get("answer"),
+                "docs": r["generated"]["doc_ids"],
             }
-            for q, p in made.queries[:: max(1, len(made.queries) // 8)][:8]
+            for r in records[::step][:8]
         ],
     }
     if name == "kestrel-kb":

@@ -64,12 +64,17 @@ def usable(reply: str, proposal: Proposal) -> str | None:
     lines = [line.strip() for line in reply.strip().splitlines() if line.strip()]
     if not lines:
         return None
-    text = re.sub(r"^(?:question\s*\d*\s*[:.-]\s*)", "", lines[0], flags=re.I).strip(" \"'*")
+    # "Question: ...", "Rewrite this as one natural question: ..." (the task echoed)
+    text = re.sub(r"^[^:?]*\bquestion\b[^:?]*:\s*", "", lines[0], flags=re.I).strip(" \"'*")
     if not text.endswith("?") or not 3 <= len(text.split()) <= MAX_QUESTION_WORDS:
         return None
     gold = (proposal.gold_answer or "").strip().lower()
     if gold and gold in text.lower():
-        return None
+        return None  # it gives its answer away
+    if proposal.category == "unanswerable" and proposal.details["swapped"][1] not in text:
+        return None  # the corpus was checked for the swapped thing: it must stay
+    if proposal.category == "multi-hop" and proposal.details["bridge"] in text:
+        return None  # naming the bridge makes the first document unnecessary
     return text
 
 

@@ -44,6 +44,7 @@ ATTRIBUTE_SHARE = 0.5  # a document naming the swapped thing with this share of 
 BLANK = "___"
 _HAN = re.compile(f"[{HAN}]")
 PRONOUNS = frozenset("it its this that these those they their them he she his her we our".split())
+NOTE_MARK = re.compile(r"\[\d+\]")
 _YEAR = re.compile(r"^(1[5-9]|20)\d\d$")
 
 
@@ -78,8 +79,8 @@ class Candidate:
 def question_word(fact: Fact) -> str:
     """The question word standing for a fact in its sentence."""
     text = fact.text
-    if fact.code is not None or not fact.numbers:
-        return "what"
+    if fact.code is not None or not fact.numbers or (fact.words and not re.search(r"\d", text)):
+        return "what"  # a code, a name ("the Sixth Amendment" too)
     if ISO_DATE.fullmatch(text) or MONTH_DATE.fullmatch(text):
         return "what date"
     if AMOUNT.fullmatch(text):
@@ -112,28 +113,32 @@ def _preference(fact: Fact) -> int:
 
 def sentence_candidates(doc_id: str, sentence: str) -> list[Candidate]:
     """The questions a prose sentence makes: one per fact that stands after the sentence's
-    third word and leaves at least five words around it."""
-    words = sentence.split()
-    if not MIN_WORDS <= len(words) <= MAX_WORDS or _HAN.search(sentence):
+    third word and leaves at least five words around it. A sentence that cannot stand alone
+    (it starts with a pronoun, a note mark or a list number) or reads as a list or a reference
+    makes none."""
+    asked = NOTE_MARK.sub("", sentence).strip()  # "... in 2012.[3]": the note mark goes
+    words = asked.split()
+    if not MIN_WORDS <= len(words) <= MAX_WORDS or _HAN.search(asked):
         return []
-    if words[0].lower() in PRONOUNS:
-        return []  # "It adds a second port": what "it" is stands in another sentence
+    if words[0].lower() in PRONOUNS or not re.match(r"[\"“‘']?[A-Z]", asked):
+        return []  # "It adds a port", "[1] Smith, J." or "1) World Bank"
+    if asked.count(",") > len(words) / 4:
+        return []  # a list or a reference ("Smith, J., 'Title', Journal, vol. 3, 2004")
     third = len(" ".join(words[:3]))
-    facts = key_facts(sentence)
+    facts = key_facts(asked)
     out = []
     for fact in sorted(facts, key=_preference):
         if not fact.numbers and fact.code is None and len(fact.text.split()) < 2:
             continue  # a lone capitalised word is too often part of a longer phrase
-        spans = [
-            m.start() for m in re.finditer(rf"(?<![\w.-]){re.escape(fact.text)}(?!\w)", sentence)
-        ]
+        pattern = rf"(?<![\w.-]){re.escape(fact.text)}(?!\w)"
+        spans = [m.start() for m in re.finditer(pattern, asked)]
         start = spans[-1] if spans else -1
         if start < third or len(words) - len(fact.text.split()) < 5:
             continue
         things = tuple(
             f.text for f in facts if f is not fact and _named(f) and f.text not in fact.text
         )
-        question = cloze(sentence, start, start + len(fact.text), question_word(fact))
+        question = cloze(asked, start, start + len(fact.text), question_word(fact))
         out.append(Candidate(doc_id, sentence, fact.text, question, "offline:cloze", things))
     return out
 

@@ -27,11 +27,17 @@ def test_a_fact_becomes_its_question_word_in_place():
         "The Falcon Router has how many ports on its back panel?"
     ]
     assert cloze("A costs $5.", 8, 10, "how much") == "A costs how much?"
+    noted = "The court ruled under the Sixth Amendment of the constitution.[2]"
+    (named,) = [c for c in sentence_candidates("d1", noted) if c.fact == "Sixth Amendment"]
+    assert named.question == "The court ruled under the what of the constitution?"
 
 
 def test_sentences_that_cannot_stand_alone_make_no_question():
     assert sentence_candidates("d1", "It has 12 ports on its back panel today.") == []  # "it"
     assert sentence_candidates("d1", "Ports: 12.") == []  # too short
+    # a reference or a note is no sentence to ask about
+    assert sentence_candidates("d1", "[1] Smith, Jo, 'Routers', Router Weekly, 11 May 2012.") == []
+    assert sentence_candidates("d1", "1) World Bank, 'Routers of 2004', vol. 3, pp. 5-9, 2004.") == []
     # a fact at the start leaves no question around it
     assert sentence_candidates("d1", "12 ports sit on the back panel of the router.") == []
 
