@@ -7,7 +7,7 @@ import json
 
 import click
 
-from rag_bench.cli.options import REAL, WHOLE, runs_dir_option, split_list
+from rag_bench.cli.options import WHOLE, runs_dir_option, split_list
 
 
 @click.command("generate")

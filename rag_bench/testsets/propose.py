@@ -32,7 +32,7 @@ from functools import cached_property
 
 from rag_bench.data.dataset import Dataset
 from rag_bench.errors import UsageError
-from rag_bench.text.facts import ISO_DATE, MONTH_DATE, AMOUNT, Fact, key_facts
+from rag_bench.text.facts import AMOUNT, ISO_DATE, MONTH_DATE, Fact, key_facts
 from rag_bench.text.scripts import HAN
 from rag_bench.text.sentences import split_sentences
 

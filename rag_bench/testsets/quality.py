@@ -210,7 +210,7 @@ def difficulty(queries: list[Query], ranks: dict[str, int | None], depth: int) -
     """The best relevant rank under BM25: overall and per category."""
 
     def summary(ids: list[str]) -> dict:
-        found = [ranks[q] for q in ids if ranks[q] is not None]
+        found = [r for r in (ranks[q] for q in ids) if r is not None]
         return {
             "queries": len(ids),
             "median_rank": float(np.median(found)) if found else None,

@@ -37,7 +37,8 @@ def test_sentences_that_cannot_stand_alone_make_no_question():
     assert sentence_candidates("d1", "Ports: 12.") == []  # too short
     # a reference or a note is no sentence to ask about
     assert sentence_candidates("d1", "[1] Smith, Jo, 'Routers', Router Weekly, 11 May 2012.") == []
-    assert sentence_candidates("d1", "1) World Bank, 'Routers of 2004', vol. 3, pp. 5-9, 2004.") == []
+    listed = "1) World Bank, 'Routers of 2004', vol. 3, pp. 5-9, 2004."
+    assert sentence_candidates("d1", listed) == []
     # a fact at the start leaves no question around it
     assert sentence_candidates("d1", "12 ports sit on the back panel of the router.") == []
 
