@@ -46,6 +46,9 @@ def test_near_duplicates_are_pairs_over_the_jaccard_threshold():
     top = found["examples"][0]
     assert (top["a"], top["b"]) == (0, 3) and top["jaccard"] == 1.0
     assert found["examples"][1]["jaccard"] == pytest.approx(reference[(0, 1)], abs=1e-4)
+    # by hand: 5-grams abcde bcdef cdefg defgh / ... defgx share 3 of 5
+    (pair,) = near_duplicates(["abcdefgh", "abcdefgx"], 0.0)["examples"]
+    assert pair["jaccard"] == 0.6
 
 
 def test_spread_counts_documents_top_share_and_entropy():
@@ -105,8 +108,11 @@ def test_answerability_reads_the_source_document(write_dataset, tmp_path):
     queries = {
         "yes": {"text": "How many ports does the Falcon Router support?", "answer": "12"},
         "no": {"text": "How many ports does the Falcon Router support?", "answer": "16"},
+        "gone": {"text": "What colour is the Falcon Router?", "should_refuse": True},
     }
-    data = write_dataset(docs, queries, [("yes", "a", 1), ("no", "a", 1)])
-    report = quality_report(data, cache_dir=tmp_path / "cache")
+    qrels = [("yes", "a", 1), ("no", "a", 1), ("gone", "b", 0)]
+    report = quality_report(write_dataset(docs, queries, qrels), cache_dir=tmp_path / "cache")
+    # judged non-relevant only: no document to rank, so no difficulty
+    assert report["difficulty"]["queries"] == 2 and report["power"]["n"] == 2
     assert report["answerability"]["checked"] == 2 and report["answerability"]["share"] == 0.5
     assert report["answerability"]["unanswered"] == ["no"]
