@@ -107,7 +107,7 @@ def table(results: list[dict]) -> str:
             needed = q.get("power", {}).get("queries_needed", {}).get("0.05")
             cells = [
                 label,
-                q["queries"],
+                f"{q['queries']} ({d['queries']} ranked)",
                 f"{a['share']:.0%} of {a['checked']}" if a else "–",
                 dup["pairs"] if dup else "–",
                 f"{s['documents_used']} / {s['corpus']}" if s else "–",
@@ -122,12 +122,54 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def by_category(results: list[dict]) -> str:
+    """Per category: BM25 difficulty of each set, and the baseline run on the generated ones."""
+    head = "| set | category | ranked | median rank | rank 1 | top 10 | not retrieved | answerable found | baseline nDCG@10 | baseline key_fact_recall |"
+    lines = [head, "|" + "---|" * 10]
+    for r in results:
+        sets = [(f"{r['corpus']}: generated", r["quality"], r["baseline_run"])]
+        if "hand_written" in r:
+            sets.append((f"{r['corpus']}: hand-written", r["hand_written"], None))
+        for label, q, run in sets:
+            answerable = q.get("answerability", {}).get("by_category", {})
+            for category, d in q["difficulty"]["by_category"].items():
+                found = answerable.get(category)
+                scores = (run or {}).get("by_category", {}).get(category, {})
+                cells = [
+                    label,
+                    category,
+                    d["queries"],
+                    d["median_rank"],
+                    f"{d['share_rank_1']:.0%}",
+                    f"{d['share_top_10']:.0%}",
+                    f"{d['share_not_retrieved']:.0%}",
+                    f"{found:.0%}" if found is not None else "–",
+                    f"{scores['ndcg@10']:.3f}" if "ndcg@10" in scores else "–",
+                    f"{scores['key_fact_recall']:.3f}" if "key_fact_recall" in scores else "–",
+                ]
+                lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines)
+
+
+def examples(results: list[dict]) -> str:
+    lines = []
+    for r in results:
+        for e in r["examples"]:
+            gold = e["gold"] if e["gold"] is not None else "(refuse)"
+            text = e["text"].replace("|", "\\|")
+            lines.append(f"- {r['corpus']}, {e['category']} (`{e['method']}`): {text} → {gold}")
+    return "\n".join(lines)
+
+
 def write_docs(results: list[dict]) -> None:
     text = DOCS.read_text(encoding="utf-8")
     block = re.compile(re.escape(START) + r"\n.*?" + re.escape(END), re.S)
     if not block.search(text):
         raise SystemExit(f"{DOCS} has no {START} … {END} block")
-    DOCS.write_text(block.sub(lambda _: f"{START}\n{table(results)}\n{END}", text))
+    body = "\n\n".join(
+        [table(results), by_category(results), "Every eighth query of each set:", examples(results)]
+    )
+    DOCS.write_text(block.sub(lambda _: f"{START}\n{body}\n{END}", text))
 
 
 def main() -> None:

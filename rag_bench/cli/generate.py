@@ -47,7 +47,8 @@ from rag_bench.cli.options import WHOLE, runs_dir_option, split_list
     "runs",
     default=None,
     metavar="RUN_A,RUN_B",
-    help="Two runs over the generated set: their per-query differences size the power rows.",
+    help="Two runs (e.g. baseline and hybrid over the source dataset): their per-query "
+    "differences of --metric size the power rows. Default: an assumed spread, stated.",
 )
 @click.option("--metric", default="ndcg@10", show_default=True, help="The metric of --runs.")
 @click.option(

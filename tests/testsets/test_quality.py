@@ -116,3 +116,28 @@ def test_answerability_reads_the_source_document(write_dataset, tmp_path):
     assert report["difficulty"]["queries"] == 2 and report["power"]["n"] == 2
     assert report["answerability"]["checked"] == 2 and report["answerability"]["share"] == 0.5
     assert report["answerability"]["unanswered"] == ["no"]
+
+
+def test_two_runs_give_the_observed_spread(tmp_path):
+    from rag_bench.runs import open_runs
+    from rag_bench.testsets.quality import power, run_differences
+
+    a = run_variant("baseline", SHIPPED, runs_dir=tmp_path / "r", cache_dir=tmp_path / "c")
+    b = run_variant(
+        "baseline",
+        SHIPPED,
+        overrides=["retriever.k1=0.3"],
+        runs_dir=tmp_path / "r",
+        cache_dir=tmp_path / "c",
+    )
+    d, source = run_differences(open_runs(tmp_path / "r"), a.run_id, b.run_id)
+    values = {
+        r.run_id: r.metrics[r.metrics["metric"] == "ndcg@10"].set_index("query_id")["value"]
+        for r in (a, b)
+    }
+    expected = (values[b.run_id] - values[a.run_id]).dropna()
+    assert sorted(d) == pytest.approx(sorted(expected.to_list()))
+    assert source.startswith("observed: ndcg@10") and f"{len(expected)} queries" in source
+    z = norm.ppf(0.975) + norm.ppf(0.8)
+    row = power(np.asarray(d), [0.02], source)
+    assert row["queries_needed"]["0.02"] == max(2, math.ceil((z * np.std(d, ddof=1) / 0.02) ** 2))
