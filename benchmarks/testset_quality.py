@@ -124,7 +124,10 @@ def table(results: list[dict]) -> str:
 
 def by_category(results: list[dict]) -> str:
     """Per category: BM25 difficulty of each set, and the baseline run on the generated ones."""
-    head = "| set | category | ranked | median rank | rank 1 | top 10 | not retrieved | answerable found | baseline nDCG@10 | baseline key_fact_recall |"
+    head = (
+        "| set | category | ranked | median rank | rank 1 | top 10 | not retrieved | "
+        "answerable found | baseline nDCG@10 | baseline key_fact_recall |"
+    )
     lines = [head, "|" + "---|" * 10]
     for r in results:
         sets = [(f"{r['corpus']}: generated", r["quality"], r["baseline_run"])]

@@ -22,8 +22,9 @@ def test_generate_prints_the_report_and_a_run_names_the_unreviewed(rag_bench, tm
     run = rag_bench("run", "--variant", "baseline", "--dataset", out, "--runs-dir", tmp_path / "r")
     assert run.exit_code == 0, run.stderr
     assert "4 of 4 queries are generated and unreviewed" in run.stderr
+    both = "latest:baseline,latest:baseline"
     sized = rag_bench("generate", "--dataset", "kestrel-kb", "-o", tmp_path / "gen2", "--n", "2",
-                      "--runs", "latest:baseline,latest:baseline", "--runs-dir", tmp_path / "r")  # fmt: skip
+                      "--runs", both, "--runs-dir", tmp_path / "r")  # fmt: skip
     assert sized.exit_code == 0, sized.stderr
     assert "(observed: ndcg@10 of " in sized.stdout
 
