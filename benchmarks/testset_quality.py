@@ -31,10 +31,42 @@ from rag_bench.testsets.quality import quality_report
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "generate.md"
 START, END = "<!-- testset-quality:start -->", "<!-- testset-quality:end -->"
+LLM_TOKENS = 48
 HEADLINE = ("ndcg@10", "recall@10", "answer_f1", "key_fact_recall")
 
 
-def measure(name: str, source: Path, n: int, seed: int, work: Path) -> dict:
+def with_llm(source: Path, n: int, seed: int, out: Path, work: Path) -> dict:
+    """A small set worded by the packaged SmolLM2 (the llama_cpp generator)."""
+    if out.exists():
+        shutil.rmtree(out)
+    started = time.process_time()
+    made = generate(
+        source,
+        out,
+        n=n,
+        seed=seed,
+        llm="llama_cpp",
+        llm_overrides=[f"generator.max_tokens={LLM_TOKENS}"],
+        cache_dir=work / "cache",
+    )
+    q = made.quality
+    return {
+        "model": "SmolLM2-135M-Instruct (packaged), llama_cpp generator",
+        "max_tokens": LLM_TOKENS,
+        "n": n,
+        "cpu_seconds": round(time.process_time() - started, 1),
+        "methods": made.methods,
+        "unusable_replies": made.llm_unusable,
+        "answerability": q["answerability"],
+        "difficulty": {k: v for k, v in q["difficulty"].items() if k != "by_category"},
+        "queries": [
+            {"category": p.category, "method": p.method, "text": p.text, "gold": p.gold_answer}
+            for _, p in made.queries
+        ],
+    }
+
+
+def measure(name: str, source: Path, n: int, seed: int, work: Path, llm_n: int = 0) -> dict:
     """Generate (or reuse the complete set generated before with the same parameters), run
     baseline on it, and gather the numbers."""
     out = work / f"generated-{name}-s{seed}-n{n}"
@@ -85,6 +117,8 @@ def measure(name: str, source: Path, n: int, seed: int, work: Path) -> dict:
             for r in records[::step][:8]
         ],
     }
+    if llm_n:
+        result["llm"] = with_llm(source, llm_n, seed, work / f"llm-{name}-s{seed}-n{llm_n}", work)
     if name == "kestrel-kb":
         hand = quality_report(load_dataset(source), cache_dir=work / "cache")
         result["hand_written"] = {k: hand[k] for k in ("queries", "categories", "difficulty")}
@@ -164,14 +198,35 @@ def examples(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def llm_lines(results: list[dict]) -> str:
+    lines = []
+    for r in results:
+        llm = r.get("llm")
+        if not llm:
+            continue
+        a = llm["answerability"]
+        lines.append(
+            f"- {r['corpus']}: {llm['n']} queries, {llm['unusable_replies']} replies unusable "
+            f"(those keep the offline wording), answerable found {a['share']:.0%} of "
+            f"{a['checked']}, {llm['cpu_seconds']} CPU s in all:"
+        )
+        for q in llm["queries"]:
+            gold = q["gold"] if q["gold"] is not None else "(refuse)"
+            text = q["text"].replace("|", "\\|")
+            lines.append(f"    - {q['category']} (`{q['method']}`): {text} → {gold}")
+    return "\n".join(lines)
+
+
 def write_docs(results: list[dict]) -> None:
     text = DOCS.read_text(encoding="utf-8")
     block = re.compile(re.escape(START) + r"\n.*?" + re.escape(END), re.S)
     if not block.search(text):
         raise SystemExit(f"{DOCS} has no {START} … {END} block")
-    body = "\n\n".join(
-        [table(results), by_category(results), "Every eighth query of each set:", examples(results)]
-    )
+    parts = [table(results), by_category(results), "Every eighth query of each set:"]
+    parts.append(examples(results))
+    if any("llm" in r for r in results):
+        parts += ["Worded by the packaged SmolLM2-135M (`--llm llama_cpp`):", llm_lines(results)]
+    body = "\n\n".join(parts)
     DOCS.write_text(block.sub(lambda _: f"{START}\n{body}\n{END}", text))
 
 
@@ -183,6 +238,7 @@ def main() -> None:
     parser.add_argument("--work", default="/tmp/rag-bench-testset-quality")
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--llm-n", type=int, default=8, help="queries worded by SmolLM2 (0: none)")
     parser.add_argument("--docs", action="store_true", help="only rewrite docs/generate.md")
     args = parser.parse_args()
     names = ["arguana", "kestrel-kb"]
@@ -190,7 +246,7 @@ def main() -> None:
         beir = find_dataset(args.dataset, args.mirror, Path(args.cache) / "datasets")
         work = Path(args.work)
         for name, source in (("arguana", beir), ("kestrel-kb", load_dataset().path)):
-            result = measure(name, Path(source), args.n, args.seed, work)
+            result = measure(name, Path(source), args.n, args.seed, work, args.llm_n)
             out = RESULTS_DIR / f"generate-{name}.json"
             out.write_text(json.dumps(result, indent=2) + "\n")
             print(f"wrote {out}", flush=True)

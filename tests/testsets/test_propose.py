@@ -109,3 +109,14 @@ def test_paraphrases_keep_little_of_the_source_wording():
 def test_an_unknown_category_is_named():
     with pytest.raises(UnknownNameError, match="multihop"):
         check_categories(["literal", "multihop"])
+
+
+def test_a_note_mark_before_a_capital_ends_a_sentence(write_dataset):
+    text = (
+        "Winters in the town were cold in the grip of the Little Ice Age[2] That way the "
+        "image of 12 snowy winters in a row was created."
+    )
+    data = write_dataset({"a": ("Winters", text)})
+    found = Proposer(data).candidates("a")
+    assert found and all("[2]" not in c.sentence or "That" not in c.sentence for c in found)
+    assert "Little Ice Age That" not in [c.fact for c in found]
