@@ -45,6 +45,7 @@ BLANK = "___"
 _HAN = re.compile(f"[{HAN}]")
 PRONOUNS = frozenset("it its this that these those they their them he she his her we our".split())
 NOTE_MARK = re.compile(r"\[\d+\]")
+NOTE_BREAK = re.compile(r"(?<=\])\s*(?=[A-Z])")
 _YEAR = re.compile(r"^(1[5-9]|20)\d\d$")
 
 
@@ -184,8 +185,10 @@ class Proposer:
                     row = row_candidate(doc_id, doc.title, line)
                     found += [row] if row else []
                     continue
-                for start, end in split_sentences(line):
-                    found += sentence_candidates(doc_id, line[start:end])
+                # a note mark before a capital ends a sentence whose full stop is missing
+                for part in NOTE_BREAK.split(line):
+                    for start, end in split_sentences(part):
+                        found += sentence_candidates(doc_id, part[start:end])
             self._candidates[doc_id] = found
         return self._candidates[doc_id]
 
@@ -293,8 +296,9 @@ class Proposer:
     def multi_hop(self, candidate: Candidate, rng: random.Random) -> Proposal | None:
         if candidate.method != "offline:cloze":
             return None
+        source = self.data.docs[candidate.doc_id].text
         for thing in candidate.things:
-            if thing not in candidate.question:
+            if thing not in candidate.question or not proper(thing, source):
                 continue
             others = [d for d in self.mentioning(thing) if d != candidate.doc_id]
             if not 1 <= len(others) <= MAX_BRIDGE_DOCS:
@@ -323,7 +327,8 @@ class Proposer:
     # --- unanswerable ----------------------------------------------------------------------
 
     def unanswerable(self, candidate: Candidate, rng: random.Random) -> Proposal | None:
-        named = [t for t in candidate.things if t in candidate.question]
+        text = self.data.docs[candidate.doc_id].text
+        named = [t for t in candidate.things if t in candidate.question and proper(t, text)]
         if not named:
             return None
         thing = named[0]
@@ -364,12 +369,25 @@ class Proposer:
         for doc_id in order[:200]:
             if doc_id == exclude:
                 continue
-            facts = key_facts(self.data.docs[doc_id].text[:2000])
-            found += [f.text for f in facts if _named(f) and _kind(f.text) == kind]
+            text = self.data.docs[doc_id].text[:2000]
+            found += [
+                f.text
+                for f in key_facts(text)
+                if _named(f) and _kind(f.text) == kind and proper(f.text, text)
+            ]
             found = list(dict.fromkeys(found))
             if len(found) >= 20:
                 break
         return found[:20]
+
+
+def proper(thing: str, text: str) -> bool:
+    """Whether a capitalised run reads as a name in ``text``: its first word is not written in
+    lower case elsewhere in it ("Many Muslim countries" starts a sentence; "many" is no name)."""
+    first = thing.split()[0]
+    if len(thing.split()) < 2 or not first[:1].isupper() or first[1:2].isupper():
+        return True
+    return re.search(rf"(?<![\w-]){re.escape(first.lower())}(?![\w-])", text) is None
 
 
 def _kind(thing: str) -> str:

@@ -70,7 +70,7 @@ def quality_report(
         "spread": spread(grades, len(data.docs), len(queries)),
         "difficulty": difficulty(queries, ranks, depth),
     }
-    reciprocal = [1 / ranks[q.id] if ranks.get(q.id) else 0.0 for q in queries if q.id in grades]
+    reciprocal = [1 / r if r else 0.0 for r in ranks.values()]
     if differences is not None:
         values, note = np.asarray(differences, dtype=float), differences_source
     else:
@@ -91,7 +91,8 @@ def _retrieval(data: Dataset, queries: list[Query], grades: dict, depth: int, ca
     resolved = resolve(registry().variant("baseline"))
     pipeline = Pipeline(resolved, Cache(Path(cache_dir) if cache_dir else default_cache_dir()))
     pipeline.index(data)
-    judged = [q for q in queries if q.id in grades]
+    # a query judged only non-relevant (an unanswerable one may be) has no document to rank
+    judged = [q for q in queries if any(g > 0 for g in grades.get(q.id, {}).values())]
     stages, _ = pipeline.rank(judged, depth) if judged else ([], {})
     ranks: dict[str, int | None] = {}
     answered: dict[str, bool] = {}

@@ -120,3 +120,12 @@ def test_a_note_mark_before_a_capital_ends_a_sentence(write_dataset):
     found = Proposer(data).candidates("a")
     assert found and all("[2]" not in c.sentence or "That" not in c.sentence for c in found)
     assert "Little Ice Age That" not in [c.fact for c in found]
+
+
+def test_a_capitalised_common_word_is_no_name():
+    from rag_bench.testsets.propose import proper
+
+    text = "Many Muslim countries joined. Many people agreed, and many more did not."
+    assert not proper("Many Muslim", text)
+    assert proper("United Nations", "The United Nations met.")
+    assert proper("KS-220", "the ks-220")  # a code is a code
