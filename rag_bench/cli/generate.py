@@ -66,7 +66,14 @@ from rag_bench.cli.options import WHOLE, runs_dir_option, split_list
     default=None,
     help="Apply a labels file's accept/reject/edited wording to the generated set --dataset.",
 )
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="The quality report as lines, or as the JSON written to quality.json.",
+)
 def generate_command(
     dataset,
     out_dir,
