@@ -37,6 +37,8 @@ _API = {
     "parse_measure": "rag_bench.evaluation.measures:parse_measure",
     "parse_measures": "rag_bench.evaluation.measures:parse_measures",
     "RagBenchError": "rag_bench.errors:RagBenchError",
+    "generate_testset": "rag_bench.testsets.generate:generate",
+    "accept_testset": "rag_bench.testsets.generate:accept",
 }
 
 __all__ = ["__version__", *sorted(_API)]

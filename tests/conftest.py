@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,29 @@ def shipped_runs(tmp_path_factory):
         return made[name]
 
     return runs
+
+
+@pytest.fixture
+def write_dataset(tmp_path):
+    """``write_dataset(docs, queries=None, qrels=None)``: a loaded dataset of ``docs``
+    ({id: (title, text)}), ``queries`` ({id: record fields}, default one placeholder) and
+    ``qrels`` ([(query, doc, grade)], default the placeholder on the first document)."""
+    count = iter(range(1000))
+
+    def write(docs, queries=None, qrels=None):
+        folder = tmp_path / f"data{next(count)}"
+        folder.mkdir()
+        lines = [json.dumps({"_id": d, "title": t, "text": x}) for d, (t, x) in docs.items()]
+        (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+        queries = queries or {"q": {"text": "anything"}}
+        rows = [json.dumps({"_id": q, **fields}) for q, fields in queries.items()]
+        (folder / "queries.jsonl").write_text("\n".join(rows) + "\n")
+        qrels = qrels if qrels is not None else [("q", next(iter(docs)), 1)]
+        (folder / "qrels").mkdir()
+        text = "".join(f"{q}\t{d}\t{g}\n" for q, d, g in qrels)
+        (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + text)
+        from rag_bench.data.dataset import load_dataset
+
+        return load_dataset(folder)
+
+    return write

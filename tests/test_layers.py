@@ -19,6 +19,7 @@ LAYERS = (
     "cli",
     "testing",
     "report",
+    "testsets",
     "analysis",
     "experiment",
     "runs",

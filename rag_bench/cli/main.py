@@ -12,7 +12,17 @@ import traceback
 import click
 
 from rag_bench import __version__
-from rag_bench.cli import analysis, exchange, registry, review, run, scoring, store, tiers
+from rag_bench.cli import (
+    analysis,
+    exchange,
+    generate,
+    registry,
+    review,
+    run,
+    scoring,
+    store,
+    tiers,
+)
 from rag_bench.cli.options import UserMistake
 from rag_bench.errors import ParameterError, RagBenchError
 
@@ -49,6 +59,7 @@ for command in (
     scoring.judge_agreement_command,
     run.run_command,
     tiers.tiers_command,
+    generate.generate_command,
     registry.variants_command,
     registry.components_command,
     registry.metrics_command,

@@ -214,6 +214,20 @@ def _category_warnings(queries: dict[str, Query], path: Path, lines: dict[str, i
     return warnings
 
 
+def _unreviewed_note(queries: dict[str, Query], folder: Path) -> list[str]:
+    """A line when generated queries await review: they run, but are not labelled yet."""
+    from rag_bench.data import UNREVIEWED_TAG
+
+    waiting = sum(UNREVIEWED_TAG in q.tags for q in queries.values())
+    if not waiting:
+        return []
+    return [
+        f"{folder / 'queries.jsonl'}: {waiting} of {len(queries)} queries are generated and "
+        f"unreviewed (tag {UNREVIEWED_TAG!r}: --tag or --slice tag keeps them apart); they count "
+        f"as labelled once accepted: rag-bench generate --accept LABELS --dataset {folder}"
+    ]
+
+
 def _digest(paths: list[Path]) -> str:
     digest = hashlib.sha256()
     for path in paths:
@@ -286,7 +300,9 @@ def load_dataset(
         qrels=qrels,
         answers=answers,
         sha256=_digest(hashed),
-        warnings=notes + _category_warnings(queries, queries_path, lines),
+        warnings=notes
+        + _category_warnings(queries, queries_path, lines)
+        + _unreviewed_note(queries, folder),
         dropped=dropped,
         n_dropped=n_dropped,
     )

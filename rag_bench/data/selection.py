@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_bench.data import UNREVIEWED_TAG
 from rag_bench.data.dataset import Dataset
 from rag_bench.data.perturb import parse_perturbations, with_perturbed
 from rag_bench.data.tiers import tier_queries
@@ -48,6 +49,12 @@ class Selection:
             raise ParameterError("tag", self.tag, "a tag the queries carry (e.g. smoke), or none")
         if self.tier:
             ids = tier_queries(queries, self.tier)
+            if not ids and all(UNREVIEWED_TAG in q.tags for q in queries.values()):
+                raise UsageError(
+                    f"no query is in the {self.tier} tier: every query is generated and unreviewed",
+                    "accept them (rag-bench generate --accept LABELS), or run them with "
+                    f"--tag {UNREVIEWED_TAG}",
+                )
             if not ids:
                 raise UsageError(
                     f"no query is in the {self.tier} tier (none carries the tag {self.tier!r})",

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_bench.data import SAMPLED_TIERS, TIERS
+from rag_bench.data import SAMPLED_TIERS, TIERS, UNREVIEWED_TAG
 from rag_bench.data.dataset import Dataset, is_shipped
 from rag_bench.errors import DataError, UnknownNameError, UsageError, check_number
 from rag_bench.io.durable import atomic_write
@@ -50,9 +50,15 @@ def tier_tag(queries: dict[str, Query], tier: str) -> str | None:
 
 
 def tier_queries(queries: dict[str, Query], tier: str) -> list[str]:
-    """The ids of the queries in ``tier``, in the dataset's order (empty when none is tagged)."""
+    """The ids of the queries in ``tier``, in the dataset's order (empty when none is tagged).
+    A generated query nobody has reviewed yet (tagged ``unreviewed``) is in no tier: it is not
+    labelled until a person accepts it."""
     tag = tier_tag(queries, tier)
-    return [q for q, query in queries.items() if tag is None or tag in query.tags]
+    return [
+        q
+        for q, query in queries.items()
+        if (tag is None or tag in query.tags) and UNREVIEWED_TAG not in query.tags
+    ]
 
 
 def inner_tiers(tier: str) -> tuple[str, ...]:

@@ -56,12 +56,13 @@ class OpenAIGenerator(EndpointComponent, Generator):
     def messages(self, query: Query, context: Sequence[Chunk]) -> list[dict]:
         return self.prompt.messages(query, context)
 
+    def complete(self, messages: list[dict]) -> str:
+        """The model's reply to one chat, at temperature 0."""
+        return self.client.chat(self.model, messages, temperature=0, max_tokens=self.max_tokens)
+
     def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
         context = list(context[: self.context_k])
-        text = self.client.chat(
-            self.model, self.messages(query, context), temperature=0, max_tokens=self.max_tokens
-        )
-        return reply_generation(text, context)
+        return reply_generation(self.complete(self.messages(query, context)), context)
 
     def generate_all(
         self, queries: Sequence[Query], contexts: Sequence[Sequence[Chunk]]
