@@ -7,34 +7,12 @@ import json
 import re
 
 import pandas as pd
+from table_text import cells, grouped
 
 from conftest import assert_one_line_error
 from rag_bench.cli.render import WIDE, as_table
 from rag_bench.components.catalog import components
 from rag_bench.components.registry import SLOT_KINDS, registry
-
-
-def cells(table: str) -> list[dict[str, str]]:
-    """The rows of an aligned table, cut into its columns where the rule under the header
-    has its dashes."""
-    header, rule, *body = table.splitlines()
-    spans, start = [], 0
-    for dashes in rule.split("  "):
-        spans.append((start, start + len(dashes)))
-        start += len(dashes) + 2
-    names = [header[a:b].strip() for a, b in spans]
-    return [{n: line[a:b].strip() for n, (a, b) in zip(names, spans)} for line in body if line]
-
-
-def grouped(rows: list[dict[str, str]], key: str) -> dict[str, dict[str, list[str]]]:
-    """The lines of each table row and its continuation rows (a blank ``key``), by column."""
-    groups: dict[str, dict[str, list[str]]] = {}
-    current = ""
-    for row in rows:
-        current = row[key] or current
-        for column, text in row.items():
-            groups.setdefault(current, {}).setdefault(column, []).append(text)
-    return groups
 
 
 def test_components_table_shows_every_parameter_of_the_slot(rag_bench, monkeypatch):
