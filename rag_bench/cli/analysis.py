@@ -21,7 +21,6 @@ from rag_bench.cli.options import (
     split_list,
 )
 
-
 # on a narrow terminal the counts behind the shares and the example ids go first; the text a
 # reader acts on wraps rather than being cut
 DIAGNOSE_HIDDEN_FIRST = ("cleared", "appeared", "of", "n_against", "examples")
