@@ -10,8 +10,10 @@ import pytest
 from table_text import cells, columns, joined, wrapped_rows
 
 from conftest import ROOT, SHIPPED
+from rag_bench.evaluation.measures import headline_metrics, improvement
 from rag_bench.experiment.runner import run_variant
 from rag_bench.experiment.sweep import run_sweep
+from rag_bench.runs import open_runs
 
 pytestmark = pytest.mark.slow  # four full-dataset runs
 
@@ -148,3 +150,26 @@ def test_wide_and_json_keep_every_column(rag_bench, runs, monkeypatch):
     assert "created_at" in wide.splitlines()[0] and "not shown" not in wide
     rows = json.loads(rag_bench("runs", "--runs-dir", runs, "--format", "json").stdout)
     assert "created_at" in rows[0]
+
+
+def test_the_run_table_keeps_the_metrics_that_regressed(rag_bench, tmp_path, monkeypatch):
+    """The closing table of two variants hides metric columns to fit, but never one whose mean
+    got worse (in its own direction) from the first variant to the second, computed here
+    from the stored per-query values."""
+    monkeypatch.setenv("COLUMNS", "120")
+    folder = tmp_path / "runs"
+    out = rag_bench("run", "--variant", "baseline,hybrid_rerank", "--runs-dir", folder)
+    assert out.exit_code == 0, out.stderr
+    store = open_runs(folder)
+    first, second = (store.get(f"latest:{v}").run_id for v in ("baseline", "hybrid_rerank"))
+    means = store.metrics([first, second]).groupby(["metric", "run_id"])["value"].mean()
+    shown = list(cells(out.stdout)[0])
+    worse = [
+        metric
+        for metric in headline_metrics()
+        if improvement(metric, means[(metric, second)] - means[(metric, first)]) < 0
+    ]
+    assert "over_refusal" in worse  # 0.0723 → 0.0894 on kestrel-kb
+    assert set(worse) <= set(shown), (worse, out.stdout)
+    assert "(not shown, to fit 120 columns:" in out.stdout
+    assert "kept as they moved: " in " ".join(out.stdout.split())
