@@ -68,10 +68,15 @@ def fit_line(text: str) -> str:
 
 
 def warn(text: str) -> None:
-    """A warning or note on standard error, wrapped to the table width (words kept whole)."""
+    """A warning or note on standard error, wrapped like a table's lines when someone reads it
+    at a width (``$COLUMNS`` set, or standard error a terminal); on one line into a pipe or a
+    log, where a search for it must find it whole."""
     import click
 
-    click.echo(fit_line(text), err=True)
+    at_width = os.environ.get("COLUMNS", "").isdigit() or (
+        sys.stderr is not None and sys.stderr.isatty()
+    )
+    click.echo(fit_line(text) if at_width else text, err=True)
 
 
 def hiding_order(
