@@ -17,14 +17,26 @@ def columns(line: str) -> int:
 
 def cells(table: str) -> list[dict[str, str]]:
     """The rows of an aligned table (up to its note of the columns not shown), cut into its
-    columns where the rule under the header has its dashes."""
+    columns where the rule under the header has its dashes (counted in terminal columns)."""
     header, rule, *body = table.split("\n(not shown, to fit")[0].splitlines()
     spans, start = [], 0
     for dashes in rule.split("  "):
         spans.append((start, start + len(dashes)))
         start += len(dashes) + 2
     names = [header[a:b].strip() for a, b in spans]
-    return [{n: line[a:b].strip() for n, (a, b) in zip(names, spans)} for line in body if line]
+    return [
+        {n: between(line, a, b).strip() for n, (a, b) in zip(names, spans)} for line in body if line
+    ]
+
+
+def between(line: str, start: int, end: int) -> str:
+    """The characters of a line that begin at terminal columns ``start`` to ``end`` - 1."""
+    kept, at = [], 0
+    for c in line:
+        if start <= at < end:
+            kept.append(c)
+        at += columns(c)
+    return "".join(kept)
 
 
 def grouped(rows: list[dict[str, str]], key: str) -> dict[str, dict[str, list[str]]]:

@@ -11,6 +11,7 @@ import re
 import shutil
 import sys
 import textwrap
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -19,6 +20,33 @@ import pandas as pd
 WIDE = "rag_bench.wide"  # set in the click context by --wide
 MIN_TEXT = 12  # a text column is never cut narrower than this
 WORD_MAX = 24  # a wrapped column keeps words up to this long whole, breaking longer ones
+
+
+def columns(text: str) -> int:
+    """The terminal columns a text takes: a wide or full-width character (Chinese, Japanese,
+    Korean) two, a combining mark none, anything else one."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def _cut(text: str, room: int) -> str:
+    """``text`` cut to ``room`` columns, its last one "…"."""
+    kept, used = [], 0
+    for c in text:
+        used += columns(c)
+        if used > room - 1:
+            break
+        kept.append(c)
+    return "".join(kept) + "…"
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    gap = " " * (width - columns(text))
+    return gap + text if right else text + gap
 
 
 def _cell(value: object, digits: int) -> str:
@@ -118,13 +146,10 @@ def as_table(
         rows, right, hidden = _fit(rows, right, width, order, wrapped)
     if wrapped:
         rows = _wrapped(rows, [c for c in wrapped if c in rows[0]], width)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    widths = [max(columns(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
-        cells = [
-            c.rjust(w) if (right[i] and n > 0) else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths))
-        ]
+        cells = [_pad(c, w, right[i] and n > 0) for i, (c, w) in enumerate(zip(row, widths))]
         lines.append("  ".join(cells).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -142,11 +167,11 @@ def _hidden_note(width: int | None, hidden: list[str], shown: list[str], moved: 
     )
 
 
-def _wrapped(rows: list[list[str]], columns: Sequence[str], width: int | None):
-    """The rows with each cell of ``columns`` split at its newlines and, given a ``width``,
-    wrapped to its share of it (a wrapped line's continuation indented); a cell's further
-    lines go on rows of their own below it, blank in the other columns."""
-    index = [rows[0].index(name) for name in columns]
+def _wrapped(rows: list[list[str]], names: Sequence[str], width: int | None):
+    """The rows with each cell of the columns ``names`` split at its newlines and, given a
+    ``width``, wrapped to its share of it (a wrapped line's continuation indented); a cell's
+    further lines go on rows of their own below it, blank in the other columns."""
+    index = [rows[0].index(name) for name in names]
     limits = _shares(rows, index, width) if width is not None else {}
     out = [rows[0]]
     for row in rows[1:]:
@@ -187,7 +212,36 @@ def _pieces(cell: str, limit: int | None) -> list[str]:
     if limit is None:
         return lines
     wrapper = _Wrapper(limit, subsequent_indent="  ")
-    return [piece for line in lines for piece in wrapper.wrap(line) or [""]]
+    return [
+        piece
+        for line in lines
+        for piece in (wrapper.wrap(line) if line.isascii() else _wide_wrap(line, limit)) or [""]
+    ]
+
+
+def _wide_wrap(line: str, limit: int, indent: str = "  ") -> list[str]:
+    """:class:`_Wrapper`'s lines of a text holding wide characters, measured in terminal
+    columns: words whole where they fit, a run of Chinese (no spaces) broken where the line is
+    full."""
+    out: list[str] = []
+    current, used = "", 0
+    for chunk in _Wrapper(1)._split(line):
+        room = limit - (len(indent) if out else 0)
+        if chunk.isspace():
+            if current:
+                current, used = current + " ", used + 1
+            continue
+        if used + columns(chunk) > room and current.strip():
+            out.append(current.rstrip())
+            current, used, room = "", 0, limit - len(indent)
+        for c in chunk:
+            if used + columns(c) > room and current.strip():
+                out.append(current.rstrip())
+                current, used, room = "", 0, limit - len(indent)
+            current, used = current + c, used + columns(c)
+    if current.strip():
+        out.append(current.rstrip())
+    return out[:1] + [indent + piece for piece in out[1:]]
 
 
 def _narrowest(rows: list[list[str]], i: int) -> int:
@@ -195,9 +249,9 @@ def _narrowest(rows: list[list[str]], i: int) -> int:
     unbreakable piece (a class name, a setting of a sweep; up to ``WORD_MAX``), or its longest
     line if that is shorter."""
     lines = [line for r in rows[1:] for line in r[i].split("\n")]
-    longest = max((len(line) for line in lines), default=0)
+    longest = max((columns(line) for line in lines), default=0)
     pieces = (p.strip() for line in lines for p in _Wrapper(1)._split(line))  # split all
-    word = min(max((len(p) for p in pieces), default=0), WORD_MAX)
+    word = min(max((columns(p) for p in pieces), default=0), WORD_MAX)
     return max(len(rows[0][i]), min(longest, max(MIN_TEXT, word)))
 
 
@@ -205,8 +259,8 @@ def _shares(rows: list[list[str]], index: list[int], width: int) -> dict[int, in
     """How wide each wrapped column may be: the room the other columns leave, shared evenly,
     except that a column needing less than its share keeps its own width and leaves the rest
     to the others; never narrower than :func:`_narrowest`."""
-    need = {i: max(len(line) for r in rows for line in r[i].split("\n")) for i in index}
-    others = [max(len(r[i]) for r in rows) for i in range(len(rows[0])) if i not in index]
+    need = {i: max(columns(line) for r in rows for line in r[i].split("\n")) for i in index}
+    others = [max(columns(r[i]) for r in rows) for i in range(len(rows[0])) if i not in index]
     room = width - sum(others) - 2 * (len(rows[0]) - 1)
     limits = {}
     pending = sorted(index, key=need.__getitem__)
@@ -220,7 +274,7 @@ def _shares(rows: list[list[str]], index: list[int], width: int) -> dict[int, in
 def _total(rows: list[list[str]], wrapped: Sequence[str] = ()) -> int:
     """The width of the rows, the ``wrapped`` columns at their narrowest."""
     return sum(
-        _narrowest(rows, i) if rows[0][i] in wrapped else max(len(r[i]) for r in rows)
+        _narrowest(rows, i) if rows[0][i] in wrapped else max(columns(r[i]) for r in rows)
         for i in range(len(rows[0]))
     ) + 2 * (len(rows[0]) - 1)
 
@@ -246,7 +300,7 @@ def _fit(
             hidden.append(name)
     while _total(rows, wrapped) > width:
         cells = [
-            0 if right[i] or rows[0][i] in wrapped else max(len(r[i]) for r in rows[1:])
+            0 if right[i] or rows[0][i] in wrapped else max(columns(r[i]) for r in rows[1:])
             for i in range(len(right))
         ]
         widest = max(range(len(cells)), key=cells.__getitem__) if rows[1:] else 0
@@ -255,8 +309,8 @@ def _fit(
         if not rows[1:] or keep >= cells[widest]:
             break
         for row in rows[1:]:
-            if len(row[widest]) > keep:
-                row[widest] = row[widest][: keep - 1] + "…"
+            if columns(row[widest]) > keep:
+                row[widest] = _cut(row[widest], keep)
     while _total(rows, wrapped) > width and len(rows[0]) > 1:  # last resort: the rightmost
         hidden.append(rows[0][-1])
         rows, right = [r[:-1] for r in rows], right[:-1]
