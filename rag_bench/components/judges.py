@@ -206,9 +206,12 @@ class LexicalJudge(Judge):
         found = self._read.get(text)
         if found is None:
             windows = self._windows(text)
+            terms = [frozenset(self.analyzer.terms(w)) for w in windows]
             found = _Passage(
                 windows=windows,
-                terms=[frozenset(self.analyzer.terms(w)) for w in windows],
+                terms=terms,
+                words=frozenset().union(*terms),
+                shortest=min(range(len(windows)), key=lambda i: len(windows[i]), default=0),
                 numbers=frozenset(numbers(text, lenient=True)),
                 universal=UNIVERSAL.search(text) is not None,
                 squeezed=_squeezed(text),
@@ -245,9 +248,13 @@ class LexicalJudge(Judge):
         windows = read.windows
         if not windows:
             return Grading(0, 0.0, "the passage has no sentence", "")
-        found = [len(claim.terms & terms) for terms in read.terms]
-        top = max(found)  # the window with most of the claim's words, the shortest of those
-        closest = min((i for i, n in enumerate(found) if n == top), key=lambda i: len(windows[i]))
+        if claim.terms.isdisjoint(read.words):  # no window has any: the shortest is closest
+            top, closest = 0, read.shortest
+        else:
+            found = [len(claim.terms & terms) for terms in read.terms]
+            top = max(found)  # the window with most of the claim's words, the shortest of those
+            ties = (i for i, n in enumerate(found) if n == top)
+            closest = min(ties, key=lambda i: len(windows[i]))
         best, evidence = top / len(claim.terms), windows[closest]
         missing = claim.numbers - read.numbers
         if missing:
@@ -311,6 +318,8 @@ class _Passage:
 
     windows: list[str]  # sentences and neighbouring pairs
     terms: list[frozenset[str]]  # each window's analysed terms
+    words: frozenset[str]  # all of them
+    shortest: int  # the first of the shortest windows
     numbers: frozenset[str]  # its numbers, leniently read
     universal: bool  # whether it generalises (any, all, 任何, 所有)
     squeezed: str  # lower case, whitespace collapsed (for a quote)
