@@ -21,6 +21,11 @@ from rag_bench.cli.options import (
     split_list,
 )
 
+# on a narrow terminal the counts behind the shares and the example ids go first; the text a
+# reader acts on wraps rather than being cut
+DIAGNOSE_HIDDEN_FIRST = ("cleared", "appeared", "of", "n_against", "examples")
+DIAGNOSE_WRAPPED = ("symptom", "culprit", "what_to_try")
+
 
 @click.command("diagnose")
 @click.argument("run")
@@ -41,8 +46,7 @@ def diagnose_command(run, against, slice_by, explain, runs_dir, fmt):
     if rules is not None and fmt == "json":
         click.echo(to_json({"diagnosis": as_records(table), "rules": as_records(rules)}))
         return
-    # on a narrow terminal the counts behind the shares and the example ids go first
-    click.echo(render(table, fmt, drop=("cleared", "appeared", "of", "n_against", "examples")))
+    click.echo(render(table, fmt, drop=DIAGNOSE_HIDDEN_FIRST, wrap=DIAGNOSE_WRAPPED))
     if rules is not None:
         click.echo("\n" + render(rules, fmt, wrap=("rule",)))
 
@@ -154,6 +158,7 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
     """Exit 1 when the candidate drops by more than allowed (for CI); with --config, every
     gate of the experiment file (flags given here win over each gate's own)."""
     from rag_bench.analysis.gate import gate
+    from rag_bench.cli.render import warn
     from rag_bench.cli.views import gate_output
 
     checks = _gates(click.get_current_context(), config, candidate, baseline, max_drops, require)
@@ -161,7 +166,7 @@ def gate_command(candidate, baseline, max_drops, require, test, alpha, seed, run
     for label, (cand, base, drops, rule), store in checks:
         result = gate(store, cand, base, drops, test=test, alpha=alpha, seed=seed, require=rule)
         for warning in result.warnings:
-            click.echo(f"warning: {warning}", err=True)
+            warn(f"warning: {warning}")
         click.echo(
             (f"{label}: {cand} against {base}\n" if label else "") + gate_output(result, fmt)
         )

@@ -57,6 +57,7 @@ def import_command(
     answered) like a pipeline run, and store them as a run; or, with --from, store the scores
     ragas, DeepEval or promptfoo gave it (queries matched to --dataset by id or question; with
     no --dataset, the file's questions are the queries)."""
+    from rag_bench.cli.render import warn
     from rag_bench.cli.views import run_summary
     from rag_bench.data.dataset import load_dataset
     from rag_bench.experiment.importer import import_outputs
@@ -79,24 +80,22 @@ def import_command(
     )
     if read.dropped:
         shown = ", ".join(sorted(read.dropped)[:5]) + (" …" if len(read.dropped) > 5 else "")
-        click.echo(
+        warn(
             f"warning: dropped {sum(read.dropped.values())} retrieved entries naming "
-            f"{len(read.dropped)} documents not in the corpus: {shown}",
-            err=True,
+            f"{len(read.dropped)} documents not in the corpus: {shown}"
         )
     if read.missing:
         shown = ", ".join(read.missing[:5]) + (" …" if len(read.missing) > 5 else "")
-        click.echo(
+        warn(
             f"warning: {len(read.missing)} evaluated queries have no record in {outputs} and are "
-            f"left out: {shown}",
-            err=True,
+            f"left out: {shown}"
         )
     click.echo(f"stored run {result.run_id} ({len(read.answers)} queries)", err=True)
     click.echo(run_summary([result], fmt))
 
 
 def _import_scores(path, dataset, name, tool, system, note, drop_unknown, runs_dir, fmt) -> None:
-    from rag_bench.cli.render import render
+    from rag_bench.cli.render import render, warn
     from rag_bench.data.dataset import load_dataset
     from rag_bench.evaluation.summary import slice_means
     from rag_bench.experiment.importer import import_scores
@@ -111,13 +110,12 @@ def _import_scores(path, dataset, name, tool, system, note, drop_unknown, runs_d
     about = result.manifest["scores"]
     if about["unmatched_records"]:
         rows = ", ".join(str(r) for r in about["unmatched_records"][:5])
-        click.echo(
+        warn(
             f"warning: dropped {len(about['unmatched_records'])} records naming no query of the "
-            f"dataset (rows {rows}{' …' if len(about['unmatched_records']) > 5 else ''})",
-            err=True,
+            f"dataset (rows {rows}{' …' if len(about['unmatched_records']) > 5 else ''})"
         )
     if about["missing"]:
-        click.echo(f"warning: {len(about['missing'])} queries have no record in {path}", err=True)
+        warn(f"warning: {len(about['missing'])} queries have no record in {path}")
     click.echo(f"stored run {result.run_id} ({about['n_records']} queries)", err=True)
     click.echo(render(slice_means(result.metrics, about["metrics"], "category"), fmt))
 

@@ -217,10 +217,12 @@ def open_store(runs_dir: str | None):
 def warn_broken(store) -> None:
     """Report a missing runs folder, and each unreadable run once (for the commands that span
     all runs)."""
+    from rag_bench.cli.render import warn
+
     if not store.exists:
-        click.echo(f"warning: there is no runs folder {store} (nothing stored yet)", err=True)
+        warn(f"warning: there is no runs folder {store} (nothing stored yet)")
     for problem in store.broken.values():
-        click.echo(f"warning: skipped: {problem}", err=True)
+        warn(f"warning: skipped: {problem}")
 
 
 def drop_unknown_option():
@@ -235,8 +237,10 @@ def drop_unknown_option():
 
 def warn_dataset(data) -> None:
     """The dataset's warnings (a likely typo of a category, judgements dropped), on stderr."""
+    from rag_bench.cli.render import warn
+
     for warning in data.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        warn(f"warning: {warning}")
 
 
 config_option = click.option(

@@ -177,9 +177,10 @@ def run_command(
         comparison = compare(open_store(runs_dir), [r.run_id for r in results], resamples=2_000)
         click.echo(comparison_output(comparison, fmt))
     if any((r.manifest.get("generator") or {}).get("name") == "extractive" for r in results):
+        from rag_bench.cli.render import warn
         from rag_bench.components.generate import EXTRACTIVE_NOTE
 
-        click.echo(f"note: {EXTRACTIVE_NOTE}", err=True)
+        warn(f"note: {EXTRACTIVE_NOTE}")
 
 
 def _selection(p: dict):
@@ -367,9 +368,10 @@ def _run_with(ctx: click.Context, results: list, executor, params: dict | None =
             repeats=p["repeats"],
         )
         if name in stand_in:
+            from rag_bench.cli.render import warn
             from rag_bench.components.dense import STAND_IN_NOTE
 
-            click.echo(f"note: {STAND_IN_NOTE}", err=True)
+            warn(f"note: {STAND_IN_NOTE}")
             stand_in = set()
         _stored(result, results)
 

@@ -33,15 +33,14 @@ from rag_bench.errors import UsageError
 @format_option(FORMATS)
 def runs_command(variant, dataset, upgrade, runs_dir, fmt):
     """List stored runs with their headline metrics."""
-    from rag_bench.cli.render import render
-    from rag_bench.cli.views import RUNS_HIDDEN_FIRST, runs_table
+    from rag_bench.cli.views import runs_output
 
     store = open_store(runs_dir)
     if upgrade:
         for run_id in store.upgrade():
             click.echo(f"upgraded run {run_id}", err=True)
     warn_broken(store)
-    click.echo(render(runs_table(store, variant, dataset), fmt, drop=RUNS_HIDDEN_FIRST))
+    click.echo(runs_output(store, fmt, variant, dataset))
 
 
 @click.command("show")

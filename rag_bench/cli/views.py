@@ -42,17 +42,36 @@ def evaluation_output(result: RankingEvaluation, fmt: str, per_query: bool = Fal
     return text
 
 
+def moved_columns(values: pd.DataFrame, runs, metrics) -> dict[str, str]:
+    """The metric columns that moved (metric → why, the most moved first) between the runs a
+    table shows (``runs``: (run id, dataset) in the order shown), each against the first run
+    shown on its dataset; see :mod:`rag_bench.analysis.moved`."""
+    from rag_bench.analysis.moved import first_on_each_dataset, moved_metrics
+
+    found = moved_metrics(values, first_on_each_dataset(runs), metrics)
+    return {m.metric: m.why for m in found}
+
+
 def run_summary(results, fmt: str) -> str:
-    """One table over runs: per category and variant, n and the headline metrics."""
+    """One table over runs: per category and variant, n and the headline metrics; on a narrow
+    terminal the metrics that moved between the variants (against the first) are kept first."""
     frames = []
+    metrics: list[str] = []
     for result in results:
-        table = result.summary(headline_metrics(result.manifest["ks"]))
+        names = headline_metrics(result.manifest["ks"])
+        metrics += [m for m in names if m not in metrics]
+        table = result.summary(names)
         table.insert(1, "variant", result.manifest["variant"])
         frames.append(table)
     summary = pd.concat(frames, ignore_index=True)
     order = {name: i for i, name in enumerate(summary["category"].unique())}
     summary = summary.sort_values(by=["category"], key=lambda c: c.map(order), kind="stable")
-    return render(summary.reset_index(drop=True), fmt)
+    moved = None
+    if fmt == "table" and len(results) > 1:
+        values = pd.concat([r.metrics for r in results], ignore_index=True)
+        runs = [(r.run_id, r.manifest["dataset"]["sha256"]) for r in results]
+        moved = moved_columns(values, runs, metrics)
+    return render(summary.reset_index(drop=True), fmt, metrics=metrics, moved=moved)
 
 
 def variants_table(variants: dict) -> pd.DataFrame:
@@ -236,6 +255,22 @@ def meta_levels(levels: dict) -> list[str]:
 RUNS_HIDDEN_FIRST = ("created_at", "duration_s", "status", "customised")
 
 
+def runs_output(store, fmt: str, variant: str | None = None, dataset: str | None = None) -> str:
+    """The runs listing; on a narrow terminal its long names wrap, and the headline metrics
+    that moved between runs on one dataset (against the first listed) are the last to go."""
+    table = runs_table(store, variant, dataset)
+    metrics = headline_metrics(brief=True)
+    moved = None
+    listed = table.dropna(subset=["dataset"])
+    if fmt == "table" and len(listed) > 1:
+        from rag_bench.analysis.reads import metric_values
+
+        values = metric_values(store.connect(), metrics, defined_only=True)
+        runs = list(zip(listed["run_id"], listed["dataset"]))
+        moved = moved_columns(values[values["run_id"].isin(listed["run_id"])], runs, metrics)
+    return render(table, fmt, drop=RUNS_HIDDEN_FIRST, wrap=("name",), metrics=metrics, moved=moved)
+
+
 def runs_table(store, variant: str | None = None, dataset: str | None = None) -> pd.DataFrame:
     """One row per run: id, variant, name, dataset and the queries it scored, what it was
     made with, when, how long, status, headline means; optionally of one variant and on one
@@ -312,9 +347,9 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
             )
         )
     head += [*_training_line(m), ""]
-    return (
-        "\n".join(head) + render(table, fmt) if fmt in ("table", "markdown") else render(table, fmt)
-    )
+    # one run: no metric moved; class names and other slice labels wrap rather than being cut
+    body = render(table, fmt, wrap=(slice_by,), metrics=names)
+    return "\n".join(head) + body if fmt in ("table", "markdown") else body
 
 
 def _training_line(manifest: dict) -> list[str]:

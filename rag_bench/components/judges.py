@@ -186,6 +186,8 @@ class LexicalJudge(Judge):
         check_grade(supported_at)
         self.full, self.partial, self.supported_at = full, partial, supported_at
         self.analyzer: Any = None  # the pipeline's analyzer, given by fit, prepare or load
+        self._read: dict[str, _Passage] = {}  # passage text → what grading reads of it
+        self._read_by: Any = None  # the analyzer that read them
 
     def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         self.analyzer = analyzer
@@ -194,6 +196,30 @@ class LexicalJudge(Judge):
         """Single sentences and neighbouring pairs: a fact may straddle a sentence break."""
         sentences = [text[s:e] for s, e in split_sentences(text)]
         return sentences + [f"{a}\n{b}" for a, b in zip(sentences, sentences[1:])]
+
+    def _passage(self, text: str) -> _Passage:
+        """What grading reads of a passage whatever the claim, read once per passage: every
+        claim of every answer whose context holds it reuses it (a service's whole documents
+        are read thousands of times over a run otherwise)."""
+        if self._read_by is not self.analyzer:  # read by another analyzer: read again
+            self._read, self._read_by = {}, self.analyzer
+        found = self._read.get(text)
+        if found is None:
+            windows = self._windows(text)
+            terms = [frozenset(self.analyzer.terms(w)) for w in windows]
+            found = _Passage(
+                windows=windows,
+                terms=terms,
+                words=frozenset().union(*terms),
+                shortest=min(range(len(windows)), key=lambda i: len(windows[i]), default=0),
+                numbers=frozenset(numbers(text, lenient=True)),
+                universal=UNIVERSAL.search(text) is not None,
+                squeezed=_squeezed(text),
+            )
+            if len(self._read) >= PASSAGES_KEPT:
+                self._read.pop(next(iter(self._read)))  # the oldest first
+            self._read[text] = found
+        return found
 
     def grade(self, claim: str, passage: str) -> Grading:
         """Best grade of the claim against any sentence window of the passage, why, and the
@@ -204,27 +230,44 @@ class LexicalJudge(Judge):
         "all" needs a passage that generalises too, and the passage's sentence closest to the
         claim must not negate what the claim asserts (or vice versa).
         """
-        if _quoted(claim, passage):
+        return self._grade(self._claim(claim), self._passage(passage))
+
+    def _claim(self, text: str) -> _Claim:
+        """What grading reads of a claim whatever the passage."""
+        return _Claim(
+            text=text,
+            terms=frozenset(self.analyzer.terms(text)),
+            numbers=frozenset(numbers(text)),
+            universal=bool(UNIVERSAL.search(text) if has_han(text) else generalises(text)),
+            squeezed=_squeezed(text).rstrip(".!?。！？；;:："),
+        )
+
+    def _grade(self, claim: _Claim, read: _Passage) -> Grading:
+        if claim.squeezed and claim.squeezed in read.squeezed:  # a quote, word for word
             return Grading(2, 1.0, "the claim quotes the passage word for word", "")
-        wanted = set(self.analyzer.terms(claim))
-        windows = self._windows(passage)
-        coverage = [len(wanted & set(self.analyzer.terms(w))) / len(wanted) for w in windows]
-        if not coverage:
+        windows = read.windows
+        if not windows:
             return Grading(0, 0.0, "the passage has no sentence", "")
-        closest = max(range(len(windows)), key=lambda i: (coverage[i], -len(windows[i])))
-        best, evidence = coverage[closest], windows[closest]
-        missing = numbers(claim) - numbers(passage, lenient=True)
+        if claim.terms.isdisjoint(read.words):  # no window has any: the shortest is closest
+            top, closest = 0, read.shortest
+        else:
+            found = [len(claim.terms & terms) for terms in read.terms]
+            top = max(found)  # the window with most of the claim's words, the shortest of those
+            ties = (i for i, n in enumerate(found) if n == top)
+            closest = min(ties, key=lambda i: len(windows[i]))
+        best, evidence = top / len(claim.terms), windows[closest]
+        missing = claim.numbers - read.numbers
         if missing:
             return Grading(0, best, f"the passage lacks the number {min(missing)}", evidence)
-        claims_all = UNIVERSAL.search(claim) if has_han(claim) else generalises(claim)
-        if claims_all and not UNIVERSAL.search(passage):
+        if claim.universal and not read.universal:
             reason = "the claim generalises (any, all, 任何, 所有) and the passage does not"
             return Grading(0, best, reason, evidence)
         if best < self.partial:
             return Grading(0, best, f"at most {best:.0%} of the claim's content words", evidence)
-        if polarity_clash(claim, evidence, self.analyzer):
+        if polarity_clash(claim.text, evidence, self.analyzer):
             return Grading(0, best, "the claim and the passage differ in negation", evidence)
-        contrary = None if has_han(claim) else contrary_clash(claim, evidence, self.analyzer)
+        text = claim.text
+        contrary = None if has_han(text) else contrary_clash(text, evidence, self.analyzer)
         if contrary:
             reason = f"the passage says otherwise where the claim says “{contrary}”"
             return Grading(0, best, reason, evidence)
@@ -241,8 +284,9 @@ class LexicalJudge(Judge):
                 continue
             grades: dict[str, int] = {}
             deciding: tuple[Grading, Chunk] | None = None
+            read = self._claim(claim.text)
             for chunk in context:
-                found = self.grade(claim.text, chunk.text)
+                found = self._grade(read, self._passage(chunk.text))
                 grades[chunk.doc_id] = max(found.grade, grades.get(chunk.doc_id, 0))
                 if deciding is None or (found.grade, found.coverage) > (
                     deciding[0].grade,
@@ -255,6 +299,33 @@ class LexicalJudge(Judge):
             score = (deciding[0].grade + deciding[0].coverage) / 3 if deciding else 0.0
             verdicts.append(Verdict(best, best >= self.supported_at, by, reason, score))
         return verdicts
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """A claim as the lexical judge reads it, whatever the passage."""
+
+    text: str
+    terms: frozenset[str]  # its analysed content words
+    numbers: frozenset[str]
+    universal: bool  # whether it generalises (any, all, 任何, 所有)
+    squeezed: str  # lower case, whitespace collapsed, final punctuation off (for a quote)
+
+
+@dataclass(frozen=True)
+class _Passage:
+    """A passage as the lexical judge reads it, whatever the claim."""
+
+    windows: list[str]  # sentences and neighbouring pairs
+    terms: list[frozenset[str]]  # each window's analysed terms
+    words: frozenset[str]  # all of them
+    shortest: int  # the first of the shortest windows
+    numbers: frozenset[str]  # its numbers, leniently read
+    universal: bool  # whether it generalises (any, all, 任何, 所有)
+    squeezed: str  # lower case, whitespace collapsed (for a quote)
+
+
+PASSAGES_KEPT = 4096  # passages whose reading the lexical judge keeps (oldest out first)
 
 
 @dataclass(frozen=True)
@@ -280,13 +351,6 @@ def _reason(found: Grading, chunk: Chunk) -> str:
 
 def _squeezed(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def _quoted(claim: str, passage: str) -> bool:
-    """Whether the claim, without its final punctuation, stands verbatim in the passage
-    (whitespace and case aside): a literal quote needs no further checks."""
-    body = _squeezed(claim).rstrip(".!?。！？；;:：")
-    return len(body) > 0 and body in _squeezed(passage)
 
 
 def _normal(text: str) -> str:

@@ -7,34 +7,12 @@ import json
 import re
 
 import pandas as pd
+from table_text import cells, columns, grouped, joined, wrapped_rows
 
 from conftest import assert_one_line_error
 from rag_bench.cli.render import WIDE, as_table
 from rag_bench.components.catalog import components
 from rag_bench.components.registry import SLOT_KINDS, registry
-
-
-def cells(table: str) -> list[dict[str, str]]:
-    """The rows of an aligned table, cut into its columns where the rule under the header
-    has its dashes."""
-    header, rule, *body = table.splitlines()
-    spans, start = [], 0
-    for dashes in rule.split("  "):
-        spans.append((start, start + len(dashes)))
-        start += len(dashes) + 2
-    names = [header[a:b].strip() for a, b in spans]
-    return [{n: line[a:b].strip() for n, (a, b) in zip(names, spans)} for line in body if line]
-
-
-def grouped(rows: list[dict[str, str]], key: str) -> dict[str, dict[str, list[str]]]:
-    """The lines of each table row and its continuation rows (a blank ``key``), by column."""
-    groups: dict[str, dict[str, list[str]]] = {}
-    current = ""
-    for row in rows:
-        current = row[key] or current
-        for column, text in row.items():
-            groups.setdefault(current, {}).setdefault(column, []).append(text)
-    return groups
 
 
 def test_components_table_shows_every_parameter_of_the_slot(rag_bench, monkeypatch):
@@ -132,3 +110,28 @@ def test_variants_json_gives_each_slots_parameters_as_an_object(rag_bench):
     [bm25] = [r for r in rows if r["variant"] == "baseline" and r["slot"] == "retriever"]
     resolved = resolve(registry().variant("baseline"))["retriever"]
     assert bm25["params"] == {k: v for k, v in resolved.items() if k != "name"}
+
+
+def test_wide_characters_take_two_columns(monkeypatch):
+    """Chinese text is measured as the terminal shows it (two columns a character): wrapped,
+    it fits, and the columns after it line up."""
+    monkeypatch.setenv("COLUMNS", "60")
+    answer = "须在商品签收后30天内购买，逾期不能补购【zh-028】。" * 3
+    frame = pd.DataFrame({"id": ["q1", "q2"], "answer": [answer, "short"], "n": [1, 22]})
+    table = as_table(frame, wrap=("answer",))
+    lines = table.splitlines()
+    assert max(columns(line) for line in lines) <= 60, table
+    ends = {columns(line) for line in lines[2:] if line.rstrip().endswith(("1", "22"))}
+    assert ends == {columns(lines[1])}, table  # n right-aligned under its rule on both rows
+    shown = wrapped_rows(cells(table), "id")
+    assert joined(shown[0]["answer"]) == joined([answer])
+
+
+def test_wide_characters_are_cut_by_columns(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    frame = pd.DataFrame(
+        {"id": ["q1"], "text": ["扫地机器人吸力四千帕电池五千二百毫安时续航一百五十分钟"]}
+    )
+    table = as_table(frame)
+    assert max(columns(line) for line in table.splitlines()) <= 40, table
+    assert table.splitlines()[2].endswith("…")

@@ -146,3 +146,19 @@ def test_the_reason_names_the_deciding_chunk_and_its_evidence(lexical):
     unsupported = verdict(lexical, "Opened items can be returned within 60 days of delivery.")
     assert unsupported.reason.startswith("d1: the passage lacks the number 60")
     assert "“Opened items can be returned within 30 days of delivery.”" in unsupported.reason
+
+
+def test_a_passage_read_once_is_read_again_by_another_analyzer():
+    """The judge keeps what it read of each passage across claims and answers; given another
+    analyzer it reads again: with stemming "returning" meets "returned" (and "deliveries"
+    "delivery"), without it not."""
+    judge = LexicalJudge()
+    judge.prepare(None, [], EnglishAnalyzer(stem=True))
+    claim = "Opening item returning within 30 day deliveries."
+    stemmed = [verdict(judge, claim, [PASSAGE]) for _ in range(2)]  # the second from memory
+    assert stemmed[0] == stemmed[1] and stemmed[0].grade == 2
+    judge.prepare(None, [], EnglishAnalyzer(stem=False))
+    fresh = LexicalJudge()
+    fresh.prepare(None, [], EnglishAnalyzer(stem=False))
+    assert verdict(judge, claim, [PASSAGE]) == verdict(fresh, claim, [PASSAGE])
+    assert verdict(judge, claim, [PASSAGE]).grade == 0
