@@ -49,6 +49,12 @@ class Dataset:
     # with ``drop_unknown``: the judgements left out, as {"query" | "document": [ids named]}
     dropped: dict[str, list[str]] = field(default_factory=dict)
     n_dropped: int = 0
+    # which qrels the dataset is evaluated on when not its own qrels/<split>.tsv (a merged
+    # version, or a file): see rag_bench.data.qrels_versions
+    qrels_version: dict = field(default_factory=dict)
+    # what else the manifest's dataset record says (a queries file run in place of queries.jsonl)
+    provenance: dict = field(default_factory=dict)
+    split: str | None = None
 
     def categories(self) -> list[str]:
         return sorted({q.category for q in self.queries.values()})
@@ -150,7 +156,7 @@ def _line_of(path: Path, value: str) -> int | None:
     return None
 
 
-def _check_qrels(
+def check_qrels(
     qrels: Qrels, path: Path, docs: dict, queries: dict, drop_unknown: bool = False
 ) -> tuple[Qrels, dict[str, list[str]]]:
     """The judgements, checked to name known queries and documents. Unknown ids are errors,
@@ -269,7 +275,7 @@ def load_dataset(
     only_unanswerable = all(q.should_refuse for q in all_queries.values())
     qrels = load_qrels(qrels_path, allow_empty=only_unanswerable)
     before = len(qrels)
-    qrels, dropped = _check_qrels(qrels, qrels_path, docs, all_queries, drop_unknown)
+    qrels, dropped = check_qrels(qrels, qrels_path, docs, all_queries, drop_unknown)
     n_dropped = before - len(qrels)
     notes = [dropped_note(qrels_path, n_dropped, dropped)] if dropped else []
     judged = set(qrels.frame["query_id"].cat.categories.astype(str))
@@ -289,4 +295,5 @@ def load_dataset(
         warnings=notes + _category_warnings(queries, queries_path, lines),
         dropped=dropped,
         n_dropped=n_dropped,
+        split=split,
     )
