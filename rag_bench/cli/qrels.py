@@ -141,4 +141,13 @@ def rescore_command(run, qrels, answers, dataset, queries, runs_dir, drop_unknow
         f"on qrels {version['version']} {version['sha256'][:12]}) in {result.store}",
         err=True,
     )
+    reranker = result.manifest["params"].get("reranker") or {}
+    if reranker.get("train_qrels", "evaluated") != "evaluated":
+        click.echo(
+            f"note: the reranker keeps the model it learnt from qrels "
+            f"{reranker['train_qrels'][:12]}; a fresh run equal to this one: rag-bench run "
+            f"--variant {result.manifest['variant']} --qrels {version['sha256'][:12]} "
+            f"--set reranker.train_qrels={reranker['train_qrels'][:12]}",
+            err=True,
+        )
     click.echo(run_summary([result], fmt))

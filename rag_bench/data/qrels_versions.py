@@ -312,9 +312,10 @@ def use_qrels(
     text = str(ref)
     version = None if Path(text).is_file() else find_version(versions, text)
     if version is not None:
-        qrels = _load_version(version) if version.number else data.qrels
-        if version.number:
-            qrels, _ = check_qrels(qrels, version.path, data.docs, _all(data), drop_unknown)
+        if version.number == 0 and not data.qrels_version:  # the dataset's own, as loaded
+            return with_qrels(data, data.qrels, _record(version, split))
+        qrels = _load_version(version) if version.number else load_qrels(version.path, True)
+        qrels, _ = check_qrels(qrels, version.path, data.docs, _all(data), drop_unknown)
         return with_qrels(data, qrels, _record(version, split))
     path = Path(text)
     if not path.is_file():

@@ -101,11 +101,29 @@ def rescore_run(
             "created_at": created.isoformat(timespec="microseconds"),
             **{k: v for k, v in (("name", name), ("note", note)) if v is not None},
         }
+        record["params"] = kept_model(params, manifest, record["qrels"])
         record["duration_s"] = round(time.perf_counter() - started, 3)
         stored = store.write_run(run_id, record, built)
     finally:
         store.release_run_id(run_id)
     return RunResult(store, stored, built)
+
+
+def kept_model(params: dict, manifest: dict, qrels: dict) -> dict:
+    """The source run's parameters, saying what a learning reranker learnt from: one that
+    learnt from the qrels it was scored on (``train_qrels=evaluated``) keeps that model when
+    re-scored on other qrels, so the new run's ``train_qrels`` names the source's qrels (a run
+    with these parameters on the new qrels is this run again)."""
+    reranker = params.get("reranker") or {}
+    before = (manifest.get("qrels") or {}).get("sha256")
+    learns = reranker and Capability.LEARNS_FROM_SPLIT in _capabilities(
+        "reranker", reranker["name"]
+    )
+    if not learns or reranker.get("train_qrels", "evaluated") != "evaluated":
+        return params
+    if before is None or before == qrels["sha256"]:
+        return params
+    return {**params, "reranker": {**reranker, "train_qrels": before}}
 
 
 def _dataset(run_id: str, manifest: dict, dataset, queries, drop_unknown: bool) -> Dataset:
