@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.analysis import shown
-from rag_bench.analysis.qrels_check import qrels_differ
 from rag_bench.analysis.pairing import TIE, Pair, comparable_runs, paired_values
+from rag_bench.analysis.qrels_check import qrels_differ
 from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows
 from rag_bench.analysis.slices import check_slice, dataset_of, query_slices
 from rag_bench.errors import RagBenchError, UnknownNameError, check_number

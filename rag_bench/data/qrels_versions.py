@@ -224,7 +224,9 @@ def _base_path(data: Dataset, split: str) -> Path:
     return Path(data.path) / "qrels" / f"{split}.tsv"
 
 
-def qrels_log(dataset: Dataset | str | Path | None = None, split: str = "test") -> list[QrelsVersion]:
+def qrels_log(
+    dataset: Dataset | str | Path | None = None, split: str = "test"
+) -> list[QrelsVersion]:
     """Every version of a dataset's qrels of ``split``, oldest first: ``base`` (the dataset's
     own file), then each merge."""
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, split=split)

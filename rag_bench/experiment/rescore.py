@@ -255,7 +255,11 @@ def _context_k(params: dict) -> int:
 
 
 def _none(value):
-    return None if value is None or (not isinstance(value, (list, np.ndarray)) and pd.isna(value)) else value
+    return (
+        None
+        if value is None or (not isinstance(value, (list, np.ndarray)) and pd.isna(value))
+        else value
+    )
 
 
 def _results(
@@ -281,22 +285,7 @@ def _results(
     stages_of = {q: frame for q, frame in retrieved.groupby("query_id", sort=False)}
     results = []
     for query in queries:
-        stages: dict[str, Hits] = {}
-        ranked = stages_of.get(query.id)
-        for stage in [] if ranked is None else list(dict.fromkeys(ranked["stage"])):
-            hits = ranked[ranked["stage"] == stage].sort_values("rank")
-            unknown = [c for c in hits["chunk_id"] if c not in position]
-            if unknown:
-                raise UsageError(
-                    f"chunk {unknown[0]!r} the run ranked is not a chunk of the dataset now",
-                    "give --dataset the data the run was made on",
-                )
-            stages[stage] = Hits(
-                np.array([position[c] for c in hits["chunk_id"]], dtype=np.int64),
-                hits["score"].to_numpy(dtype=np.float64),
-            )
-        if not stages:  # an empty ranking stores no rows
-            stages["retrieve"] = Hits(np.array([], dtype=np.int64), np.array([], dtype=np.float64))
+        stages = _stages(stages_of.get(query.id), position)
         row = rows.loc[query.id]
         generation = Generation(str(row["answer"]), bool(row["refused"]))
         found = claims_of.get(query.id)
@@ -321,7 +310,7 @@ def _results(
                         None if _none(c.support_grade) is None else int(c.support_grade),
                         None if _none(c.supported) is None else bool(c.supported),
                         tuple(c.supported_by),
-                        str(c.reason),
+                        c.reason,
                     )
                     for c in said
                 ],
@@ -331,6 +320,28 @@ def _results(
             )
         )
     return results
+
+
+def _stages(ranked: pd.DataFrame | None, position: dict[str, int]) -> dict[str, Hits]:
+    """One query's chunk rankings per stage, in the order the pipeline made them (an empty
+    ranking stores no rows: it comes back as an empty first stage)."""
+    stages: dict[str, Hits] = {}
+    if ranked is None:
+        empty = Hits(np.array([], dtype=np.int64), np.array([], dtype=np.float64))
+        return {"retrieve": empty}
+    for stage in dict.fromkeys(ranked["stage"]):
+        hits = ranked[ranked["stage"] == stage].sort_values("rank")
+        unknown = [c for c in hits["chunk_id"] if c not in position]
+        if unknown:
+            raise UsageError(
+                f"chunk {unknown[0]!r} the run ranked is not a chunk of the dataset now",
+                "give --dataset the data the run was made on",
+            )
+        stages[stage] = Hits(
+            np.array([position[c] for c in hits["chunk_id"]], dtype=np.int64),
+            hits["score"].to_numpy(dtype=np.float64),
+        )
+    return stages
 
 
 def _joined(tables: dict[str, pd.DataFrame], more: dict[str, pd.DataFrame]) -> dict:

@@ -76,8 +76,15 @@ def test_merge_writes_a_version_with_its_hash_parent_changes_and_labellers(kb, t
         [
             pair(q2, d2, 3, "bob"),
             pair(q1, d1, (g1 + 1) % 4, "ann"),
-            {"kind": "claim", "run_id": "r", "query_id": q1, "claim_index": 0,
-             "label": "supported", "labeller": "ann", "labelled_at": AT},
+            {
+                "kind": "claim",
+                "run_id": "r",
+                "query_id": q1,
+                "claim_index": 0,
+                "label": "supported",
+                "labeller": "ann",
+                "labelled_at": AT,
+            },
             pair(q2, d2, 2, "ann"),  # a correction: the later line wins
         ],
     )
@@ -94,7 +101,10 @@ def test_merge_writes_a_version_with_its_hash_parent_changes_and_labellers(kb, t
     record = json.loads((kb / "qrels" / "versions" / "test" / "0001.json").read_text())
     assert record["parent"]["sha256"] == reference_sha(judged)
     assert record["counts"] == {"added": 1, "changed": 1, "unchanged": 0}
-    assert record["labels"]["sha256"] == hashlib.sha256((tmp_path / "labels.jsonl").read_bytes()).hexdigest()
+    assert (
+        record["labels"]["sha256"]
+        == hashlib.sha256((tmp_path / "labels.jsonl").read_bytes()).hexdigest()
+    )
     # the judgements file loads as qrels and holds exactly the merged grades
     merged = load_qrels(kb / "qrels" / "versions" / "test" / f"{version.sha256}.tsv").to_dict()
     assert {(q, d): g for q, docs in merged.items() for d, g in docs.items()} == expected
@@ -175,12 +185,20 @@ BAD = [
     ("grade float", lambda q, d: pair(q, d, 1.5), 2, "grade is 1.5"),
     ("grade bool", lambda q, d: pair(q, d, True), 2, "grade is true"),
     ("grade range", lambda q, d: pair(q, d, 7), 2, "outside 0..3"),
-    ("no labeller", lambda q, d: {k: v for k, v in pair(q, d, 1).items() if k != "labeller"},
-     2, "names no labeller"),
+    (
+        "no labeller",
+        lambda q, d: {k: v for k, v in pair(q, d, 1).items() if k != "labeller"},
+        2,
+        "names no labeller",
+    ),
     ("empty labeller", lambda q, d: pair(q, d, 1, "  "), 2, "names no labeller"),
     ("bad time", lambda q, d: pair(q, d, 1, labelled_at="yesterday"), 2, "not an ISO-8601"),
-    ("no kind", lambda q, d: {k: v for k, v in pair(q, d, 1).items() if k != "kind"}, 2,
-     "has no kind"),
+    (
+        "no kind",
+        lambda q, d: {k: v for k, v in pair(q, d, 1).items() if k != "kind"},
+        2,
+        "has no kind",
+    ),
 ]
 
 
