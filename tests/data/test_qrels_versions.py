@@ -223,3 +223,20 @@ def test_drop_unknown_leaves_unknown_ids_out_and_names_them(kb, tmp_path, rag_be
     log = rag_bench("qrels", "log", "--dataset", kb, "--format", "json")
     rows = json.loads(log.stdout)
     assert [r["version"] for r in rows] == ["base", "1"] and rows[1]["added"] == 1
+
+
+def test_a_merge_racing_another_for_its_number_writes_nothing(kb, tmp_path, monkeypatch):
+    """Two merges read the log at once: the second to write finds its number taken and is
+    told to merge again; the first one's version stays as it was."""
+    from rag_bench.data import qrels_versions
+
+    q, d = unjudged_pair(kb)
+    first = merge_labels(kb, write_labels(tmp_path / "a.jsonl", [pair(q, d, 1)])).version
+    written = (kb / "qrels" / "versions" / "test" / "0001.json").read_bytes()
+    stale = qrels_versions.qrels_log(kb)[:1]  # the log as the second merge read it: base only
+    monkeypatch.setattr(qrels_versions, "qrels_log", lambda *a, **k: stale)
+    with pytest.raises(UsageError, match="meanwhile"):
+        merge_labels(kb, write_labels(tmp_path / "b.jsonl", [pair(q, d, 3)]))
+    assert (kb / "qrels" / "versions" / "test" / "0001.json").read_bytes() == written
+    monkeypatch.undo()
+    assert [v.sha256 for v in qrels_log(kb)] == [qrels_log(kb)[0].sha256, first.sha256]
