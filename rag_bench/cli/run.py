@@ -301,6 +301,11 @@ def _stored(result, results: list) -> None:
     queries = result.queries["query_id"].nunique()
     shown = f"stored run {result.run_id} ({queries} queries{times}) in {result.store}"
     click.echo(shown, err=True)
+    unlabelled = result.manifest.get("dataset", {}).get("unlabelled")
+    if unlabelled:  # a queries file, or a dataset without qrels
+        from rag_bench.data.user_queries import unlabelled_note
+
+        click.echo(f"note: {unlabelled_note(unlabelled)}", err=True)
     results.append(result)
 
 
@@ -395,15 +400,12 @@ def _on_qrels_and_queries(data, p: dict):
     """The dataset on the qrels of ``--qrels`` and with the queries of ``--queries``; when some
     queries have no labels, one line says what that means for their metrics."""
     from rag_bench.data.qrels_versions import use_qrels
-    from rag_bench.data.user_queries import unlabelled, unlabelled_note, with_user_queries
+    from rag_bench.data.user_queries import with_user_queries
 
     if p.get("qrels") is not None:
         data = use_qrels(data, p["qrels"], p["split"], p["drop_unknown"])
     if p.get("queries") is not None:
         data = with_user_queries(data, p["queries"])
-        n = len(unlabelled(data.queries.values(), data))
-        if n:
-            click.echo(f"note: {unlabelled_note(n)}", err=True)
     return data
 
 

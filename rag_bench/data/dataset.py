@@ -270,19 +270,28 @@ def load_dataset(
     docs = load_corpus(folder / "corpus.jsonl")
     queries_path = folder / "queries.jsonl"
     all_queries, lines = load_queries(queries_path)
-    qrels_path = _qrels_path(folder, split)
-    # unanswerable queries need no judgement: a dataset of them alone has qrels of a header line
-    only_unanswerable = all(q.should_refuse for q in all_queries.values())
-    qrels = load_qrels(qrels_path, allow_empty=only_unanswerable)
+    if not any((folder / "qrels").glob("*.tsv")):  # no qrels at all: every query unlabelled
+        qrels_path = folder / "qrels" / f"{split}.tsv"
+        qrels = Qrels(Qrels.from_records([]).frame, str(qrels_path))
+    else:
+        qrels_path = _qrels_path(folder, split)
+        # unanswerable queries need no judgement: a dataset of them alone has qrels of a header
+        only_unanswerable = all(q.should_refuse for q in all_queries.values())
+        qrels = load_qrels(qrels_path, allow_empty=only_unanswerable)
     before = len(qrels)
     qrels, dropped = check_qrels(qrels, qrels_path, docs, all_queries, drop_unknown)
     n_dropped = before - len(qrels)
     notes = [dropped_note(qrels_path, n_dropped, dropped)] if dropped else []
     judged = set(qrels.frame["query_id"].cat.categories.astype(str))
-    queries = {q: v for q, v in all_queries.items() if q in judged or v.should_refuse}
+    queries = {
+        q: v
+        for q, v in all_queries.items()
+        if q in judged or v.should_refuse or not qrels_path.is_file()
+    }
     answers_path = folder / "answers.jsonl"
     answers = load_answers(answers_path, docs, queries) if answers_path.is_file() else {}
-    hashed = [folder / "corpus.jsonl", queries_path, qrels_path]
+    hashed = [folder / "corpus.jsonl", queries_path]
+    hashed += [qrels_path] if qrels_path.is_file() else []
     hashed += [answers_path] if answers_path.is_file() else []
     return Dataset(
         name=folder.resolve().name,

@@ -231,7 +231,7 @@ def qrels_log(
     own file), then each merge."""
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, split=split)
     base_path = _base_path(data, split)
-    base_qrels = load_qrels(base_path, allow_empty=True)
+    base_qrels = _base_qrels(base_path)
     versions = [QrelsVersion(0, qrels_sha256(base_qrels), len(base_qrels), {}, base_path)]
     folder = versions_folder(data, split)
     found = []
@@ -240,6 +240,11 @@ def qrels_log(
         if match:
             found.append(_read_version(entry, int(match.group(1))))
     return versions + sorted(found, key=lambda v: v.number)
+
+
+def _base_qrels(path: Path) -> Qrels:
+    """The dataset's own qrels (none at all: a dataset of unlabelled queries judges nothing)."""
+    return load_qrels(path, allow_empty=True) if path.is_file() else Qrels.from_records([])
 
 
 def _read_version(path: Path, number: int) -> QrelsVersion:
@@ -316,7 +321,7 @@ def use_qrels(
     if version is not None:
         if version.number == 0 and not data.qrels_version:  # the dataset's own, as loaded
             return with_qrels(data, data.qrels, _record(version, split))
-        qrels = _load_version(version) if version.number else load_qrels(version.path, True)
+        qrels = _load_version(version) if version.number else _base_qrels(version.path)
         qrels, _ = check_qrels(qrels, version.path, data.docs, _all(data), drop_unknown)
         return with_qrels(data, qrels, _record(version, split))
     path = Path(text)
@@ -381,7 +386,7 @@ def merge_labels(
     read, notes = _known(read, labels_path, data, _all(data), drop_unknown)
     versions = qrels_log(data, split)
     parent = versions[-1]
-    current = (_load_version(parent) if parent.number else load_qrels(parent.path, True)).to_dict()
+    current = (_load_version(parent) if parent.number else _base_qrels(parent.path)).to_dict()
     added, changed, unchanged = [], [], []
     for (query_id, doc_id), label in read.items():
         before = current.get(query_id, {}).get(doc_id)

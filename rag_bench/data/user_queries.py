@@ -67,7 +67,6 @@ def with_user_queries(data: Dataset, path: str | Path) -> Dataset:
             "file": path.name,
             "sha256": file_sha,
             "n_queries": len(queries),
-            "unlabelled": len(unlabelled(queries.values(), data)),
         }
     }
     answers = {q: a for q, a in data.answers.items() if q in queries}
@@ -81,6 +80,13 @@ def unlabelled(queries, data: Dataset) -> list[str]:
     that the dataset's qrels do not judge at all."""
     judged = set(data.qrels.frame["query_id"].astype(str))
     return [q.id for q in queries if not q.should_refuse and q.id not in judged]
+
+
+def unlabelled_record(queries, data: Dataset) -> dict:
+    """What a run's manifest says of its queries without labels (nothing when there are none,
+    so the manifests of labelled runs stay as they were)."""
+    n = len(unlabelled(queries, data))
+    return {"unlabelled": n} if n else {}
 
 
 def unlabelled_note(n: int) -> str:

@@ -26,7 +26,7 @@ from rag_bench.components.registry import build, registry
 from rag_bench.data.dataset import Dataset, load_dataset, load_queries
 from rag_bench.data.qrels_versions import qrels_record, use_qrels
 from rag_bench.data.selection import Selection
-from rag_bench.data.user_queries import with_user_queries
+from rag_bench.data.user_queries import unlabelled_record, with_user_queries
 from rag_bench.errors import DataError, UsageError
 from rag_bench.experiment.runner import RunResult
 from rag_bench.experiment.traces import build_traces
@@ -92,6 +92,10 @@ def rescore_run(
         record = {
             **{k: v for k, v in manifest.items() if k not in ("name", "note", "resumed")},
             "run_id": run_id,
+            "dataset": {
+                **{k: v for k, v in manifest["dataset"].items() if k != "unlabelled"},
+                **unlabelled_record(query_list, data),
+            },
             "qrels": qrels_record(data),
             "rescored_from": {
                 "run_id": source.run_id,

@@ -29,6 +29,7 @@ from rag_bench.components.registry import VariantSpec, registry, resolve
 from rag_bench.data.dataset import Dataset, load_dataset
 from rag_bench.data.qrels_versions import qrels_record, use_qrels
 from rag_bench.data.selection import EVERY_QUERY, Selection
+from rag_bench.data.user_queries import unlabelled_record
 from rag_bench.errors import DataError, ParameterError, RagBenchError, UsageError, check_number
 from rag_bench.experiment.provenance import git_commit, package_versions
 from rag_bench.experiment.repeats import repeat_config, repeat_seeds
@@ -527,6 +528,12 @@ def _check_prompts(run_id: str, then: dict, now: dict) -> None:
 
 def _resume_dataset(run_id: str, header: dict, dataset, split: str | None) -> Dataset:
     recorded = header["dataset"]
+    if "queries_file" in recorded and not isinstance(dataset, Dataset):
+        raise UsageError(
+            f"run {run_id} ran the queries of {recorded['queries_file'].get('file')}, "
+            "which a resume cannot read again",
+            "start the run again with --queries",
+        )
     if isinstance(dataset, Dataset):
         data = dataset
     else:
@@ -584,6 +591,7 @@ def _manifest(
             "n_queries": len(queries),
             **dropped_record(data),
             **data.provenance,
+            **unlabelled_record(queries, data),
         },
         "qrels": header.get("qrels") or qrels_record(data),
         "selection": {**plan.selection.record(), "query_ids": [q.id for q in queries]},

@@ -206,3 +206,20 @@ def test_rescore_command_stores_a_run_naming_its_source(loop, rag_bench):
     assert f"run {run_id} rescored on qrels 1" in outcome.stderr
     rows = json.loads(outcome.stdout)
     assert rows[0]["category"] == "all"
+
+
+def test_gate_says_the_runs_were_scored_on_different_qrels(loop, rag_bench):
+    source = loop["before"]["baseline"]
+    rescored = rescore_run(source.run_id, qrels="latest", runs_dir=loop["runs"])
+    outcome = rag_bench(
+        "gate",
+        rescored.run_id,
+        "--baseline",
+        source.run_id,
+        "--max-drop",
+        "ndcg@10=0.5",
+        "--runs-dir",
+        loop["runs"],
+    )
+    warned = [line for line in outcome.stderr.splitlines() if "scored on qrels" in line]
+    assert len(warned) == 1 and f"rag-bench rescore {rescored.run_id}" in warned[0]

@@ -75,7 +75,7 @@ def test_user_queries_get_label_free_metrics_and_null_ranking_metrics(labelled, 
     assert f"{n} queries have no labels: ranking and correctness metrics are NULL" in outcome.stderr
     store = open_runs(root / "runs")
     user = store.list()[-1]
-    assert user.manifest["dataset"]["queries_file"]["unlabelled"] == n
+    assert user.manifest["dataset"]["unlabelled"] == n
     metrics = store.metrics(user.run_id)
     for measure in ranking_measures(KS):
         values = metrics.loc[metrics["metric"] == str(measure), "value"]
@@ -143,3 +143,26 @@ def test_bad_queries_files(tmp_path, rag_bench):
         "run", "--variant", "baseline", "--queries", broken, "--runs-dir", tmp_path / "runs"
     )
     assert_one_line_error(outcome, f"{broken}:2:", "text")
+
+
+def test_a_dataset_without_qrels_runs_every_query_unlabelled(labelled, tmp_path, rag_bench):
+    folder = tmp_path / "no-labels"
+    folder.mkdir()
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        (folder / name).write_bytes((SHIPPED / name).read_bytes())
+    runs = tmp_path / "runs"
+    outcome = rag_bench(
+        "run", "--variant", "baseline", "--dataset", folder, "--tag", "smoke", "--runs-dir", runs
+    )
+    assert outcome.exit_code == 0, outcome.stderr
+    n = len(labelled["ids"])  # the smoke tier's answerable queries: unanswerable need no label
+    assert f"note: {n} queries have no labels" in outcome.stderr
+    run = open_runs(runs).list()[-1]
+    assert run.manifest["qrels"]["version"] == "base" and run.manifest["dataset"]["unlabelled"] == n
+    shown = rag_bench("show", run.run_id, "--runs-dir", runs)
+    assert f"qrels     base {run.manifest['qrels']['sha256'][:12]}" in shown.stdout
+    # a dataset with qrels of another split only is a mistake, not an unlabelled dataset
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "dev.tsv").write_bytes((SHIPPED / "qrels" / "test.tsv").read_bytes())
+    outcome = rag_bench("run", "--variant", "baseline", "--dataset", folder, "--runs-dir", runs)
+    assert_one_line_error(outcome, "no qrels for split 'test'", "--split dev")
