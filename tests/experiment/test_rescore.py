@@ -223,3 +223,48 @@ def test_gate_says_the_runs_were_scored_on_different_qrels(loop, rag_bench):
     )
     warned = [line for line in outcome.stderr.splitlines() if "scored on qrels" in line]
     assert len(warned) == 1 and f"rag-bench rescore {rescored.run_id}" in warned[0]
+
+
+def test_a_perturbed_run_rescores_like_a_fresh_one(loop):
+    options = {"selection": Selection(tag="smoke", perturb=("typo", "synonym"))}
+    source = run_variant(
+        "baseline", loop["kb"], runs_dir=loop["runs"], cache_dir=loop["cache"], **options
+    )
+    rescored = rescore_run(source.run_id, qrels="latest", runs_dir=loop["runs"])
+    fresh = run_variant(
+        "baseline",
+        use_qrels(load_dataset(loop["kb"]), "latest"),
+        runs_dir=loop["runs"],
+        cache_dir=loop["cache"],
+        **options,
+    )
+    assert_same_traces(rescored.location, fresh.location)
+    assert rescored.manifest["selection"] == fresh.manifest["selection"]
+
+
+@pytest.mark.llm
+def test_a_run_with_repeats_rescores_like_a_fresh_one(loop, real_smollm2):
+    """Every repeat's answers are evaluated again, retrieval (stored once) for each."""
+    options = {
+        "overrides": (
+            "generator.name=llama_cpp",
+            "generator.temperature=1.0",
+            "generator.max_tokens=24",
+            "generator.context_k=1",
+        ),
+        "selection": Selection(tag="smoke", sample=3, seed=2),
+        "repeats": 2,
+    }
+    source = run_variant(
+        "baseline", loop["kb"], runs_dir=loop["runs"], cache_dir=loop["cache"], **options
+    )
+    rescored = rescore_run(source.run_id, qrels="latest", runs_dir=loop["runs"])
+    fresh = run_variant(
+        "baseline",
+        use_qrels(load_dataset(loop["kb"]), "latest"),
+        runs_dir=loop["runs"],
+        cache_dir=loop["cache"],
+        **options,
+    )
+    assert sorted(rescored.queries["repeat"].unique()) == [0, 1]
+    assert_same_traces(rescored.location, fresh.location)
