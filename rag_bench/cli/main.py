@@ -12,7 +12,7 @@ import traceback
 import click
 
 from rag_bench import __version__
-from rag_bench.cli import analysis, exchange, registry, review, run, scoring, store, tiers
+from rag_bench.cli import analysis, exchange, qrels, registry, review, run, scoring, store, tiers
 from rag_bench.cli.options import UserMistake
 from rag_bench.errors import ParameterError, RagBenchError
 
@@ -48,6 +48,8 @@ for command in (
     scoring.eval_command,
     scoring.judge_agreement_command,
     run.run_command,
+    qrels.rescore_command,
+    qrels.qrels_group,
     tiers.tiers_command,
     registry.variants_command,
     registry.components_command,
