@@ -65,6 +65,9 @@ def rescore_run(
             "import the outputs again (rag-bench import) on a dataset with the new qrels",
         )
     data = _dataset(source.run_id, manifest, dataset, queries, drop_unknown)
+    # a run stored before manifests named their qrels was scored on the dataset's own (its
+    # content hash, checked above, covers them)
+    manifest = {**manifest, "qrels": manifest.get("qrels") or qrels_record(data)}
     if qrels is not None:
         data = use_qrels(data, qrels, data.split, drop_unknown)
     if answers is not None:

@@ -268,3 +268,25 @@ def test_a_run_with_repeats_rescores_like_a_fresh_one(loop, real_smollm2):
     )
     assert sorted(rescored.queries["repeat"].unique()) == [0, 1]
     assert_same_traces(rescored.location, fresh.location)
+
+
+def test_a_run_stored_before_manifests_named_their_qrels_rescores_from_the_base(loop, tmp_path):
+    """Its qrels were the dataset's own (the dataset hash covers them): a learning reranker's
+    model is kept as learnt from them."""
+    from runs_helpers import copy_run
+
+    source = loop["before"]["hybrid_rerank"]
+    manifest = dict(source.manifest)
+    base = manifest.pop("qrels")
+    params = {**manifest["params"]}
+    params["reranker"] = {k: v for k, v in params["reranker"].items() if k != "train_qrels"}
+    old = copy_run(source.location, tmp_path, "20261201-000000-hybrid_rerank-0ld0")
+    content = json.loads((tmp_path / "_manifests" / f"{old.run_id}.json").read_text())
+    del content["qrels"]
+    content["params"] = params
+    (tmp_path / "_manifests" / f"{old.run_id}.json").write_text(json.dumps(content))
+    rescored = rescore_run(old.run_id, qrels="latest", runs_dir=tmp_path)
+    assert rescored.manifest["rescored_from"]["qrels"] == base
+    assert rescored.manifest["params"]["reranker"]["train_qrels"] == base["sha256"]
+    again = rescore_run(source.run_id, qrels="latest", runs_dir=loop["runs"])
+    assert_same_traces(rescored.location, again.location)
