@@ -4,10 +4,11 @@ The fixture ``browser`` is registered for every test module by conftest."""
 
 from __future__ import annotations
 
-import select
+import queue
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,8 +84,8 @@ class Page:
 class ReviewCommand:
     """A running `rag-bench review` process: its URL, and once ended its exit code and output."""
 
-    def __init__(self, child: subprocess.Popen, url: str, lines: list[str]):
-        self.child, self.url, self.stdout_lines = child, url, lines
+    def __init__(self, child: subprocess.Popen, url: str):
+        self.child, self.url = child, url
         self.returncode: int | None = None
         self.stdout = self.stderr = ""
 
@@ -102,24 +103,37 @@ def review_command(pool: Path, labels: Path, labeller: str) -> Iterator[ReviewCo
         stderr=subprocess.PIPE,
         text=True,
     )
+    # stdout is read line by line by a thread: waiting on the pipe with select() would miss a
+    # line that an earlier readline() already pulled into the file's buffer
+    lines: queue.Queue[str | None] = queue.Queue()
+    out: list[str] = []
+
+    def read() -> None:
+        for line in child.stdout:
+            out.append(line)
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        url, lines = None, []
+        url = None
         while url is None:
-            ready, _, _ = select.select([child.stdout], [], [], 60)
-            assert ready, "no review page URL within 60 s"
-            line = child.stdout.readline()
-            assert line, child.stderr.read()
-            lines.append(line)
+            try:
+                line = lines.get(timeout=60)
+            except queue.Empty:
+                raise AssertionError(f"no review page URL within 60 s: {out}") from None
+            assert line is not None, child.stderr.read()
             if line.startswith("review page: "):
                 url = line.split()[2]
         parts = urlsplit(url)
         assert parts.hostname == "127.0.0.1" and parts.query.startswith("token=")
-        command = ReviewCommand(child, url, lines)
+        command = ReviewCommand(child, url)
         yield command
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)
-        command.returncode = child.returncode
-        command.stdout, command.stderr = "".join(lines) + out, err
+        command.returncode = child.wait(60)
+        reader.join(10)
+        command.stdout, command.stderr = "".join(out), child.stderr.read()
     finally:
         if child.poll() is None:
             child.kill()
