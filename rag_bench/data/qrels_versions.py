@@ -298,9 +298,12 @@ def with_qrels(data: Dataset, qrels: Qrels, record: dict) -> Dataset:
     """``data`` evaluated on ``qrels`` instead of its own (the judged queries plus every
     ``should_refuse`` one, as :func:`~rag_bench.data.dataset.load_dataset` chooses them);
     ``record`` says which qrels they are, for the manifest."""
-    all_queries, _ = load_queries(Path(data.path) / "queries.jsonl")
-    judged = set(qrels.frame["query_id"].astype(str))
-    queries = {q: v for q, v in all_queries.items() if q in judged or v.should_refuse}
+    if "queries_file" in data.provenance:  # a user's queries: every one runs, judged or not
+        queries = data.queries
+    else:
+        all_queries, _ = load_queries(Path(data.path) / "queries.jsonl")
+        judged = set(qrels.frame["query_id"].astype(str))
+        queries = {q: v for q, v in all_queries.items() if q in judged or v.should_refuse}
     answers = {q: a for q, a in data.answers.items() if q in queries}
     return dataclasses.replace(
         data, qrels=qrels, queries=queries, answers=answers, qrels_version=record
@@ -339,7 +342,8 @@ def use_qrels(
 
 
 def _all(data: Dataset) -> dict:
-    return load_queries(Path(data.path) / "queries.jsonl")[0]
+    """Every query of the dataset, and those of a user's queries file it runs."""
+    return {**load_queries(Path(data.path) / "queries.jsonl")[0], **data.queries}
 
 
 def _record(version: QrelsVersion, split: str) -> dict:

@@ -166,3 +166,30 @@ def test_a_dataset_without_qrels_runs_every_query_unlabelled(labelled, tmp_path,
     (folder / "qrels" / "dev.tsv").write_bytes((SHIPPED / "qrels" / "test.tsv").read_bytes())
     outcome = rag_bench("run", "--variant", "baseline", "--dataset", folder, "--runs-dir", runs)
     assert_one_line_error(outcome, "no qrels for split 'test'", "--split dev")
+
+
+def test_a_user_queries_run_rescores_on_qrels_that_judge_them(labelled, tmp_path):
+    """Once a person grades a user's question, the stored run of the questions file is
+    re-scored on qrels that judge it: that query gets its ranking metrics."""
+    from rag_bench.experiment.rescore import rescore_run
+
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"_id": "user-1", "text": "how do I reset the KS-220"}) + "\n")
+    runs = tmp_path / "runs"
+    source = run_variant(
+        "baseline",
+        with_user_queries(load_dataset(SHIPPED), path),
+        ks=KS,
+        runs_dir=runs,
+        cache_dir=labelled["cache"],
+    )
+    top = source.tables["retrieved"]
+    doc = top[top["stage"] == "documents"]["doc_id"].iloc[0]
+    qrels = tmp_path / "user.qrels"
+    qrels.write_text(f"user-1 0 {doc} 2\n")
+    rescored = rescore_run(source.run_id, qrels=qrels, queries=path, runs_dir=runs)
+    m = rescored.metrics
+    assert m.loc[m["metric"] == "recall@1", "value"].tolist() == [1.0]
+    assert source.manifest["dataset"]["unlabelled"] == 1
+    assert "unlabelled" not in rescored.manifest["dataset"]
+    assert rescored.manifest["qrels"]["version"] == "file"
