@@ -11,8 +11,9 @@ from rag_bench.cli.main import cli
 ROOT = Path(__file__).resolve().parent.parent
 
 # the fixture `fake`: a local OpenAI-compatible server; `llama_server`, `real_smollm2`: the
-# packaged SmolLM2 model behind llama.cpp's real one, and its file
-pytest_plugins = ["fake_openai", "llama_server"]
+# packaged SmolLM2 model behind llama.cpp's real one, and its file; `browser`: headless Chromium
+# for the review page
+pytest_plugins = ["fake_openai", "llama_server", "review_browser"]
 EXAMPLE = ROOT / "data" / "example"
 # the documentation whose examples run and whose promises the tests keep: README.md, then every
 # page of the reference in docs/ (a new page is picked up without a change here)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from rag_bench.analysis import shown
 from rag_bench.analysis.pairing import TIE, Pair, comparable_runs, paired_values
+from rag_bench.analysis.qrels_check import qrels_differ
 from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows
 from rag_bench.analysis.slices import check_slice, dataset_of, query_slices
 from rag_bench.errors import RagBenchError, UnknownNameError, check_number
@@ -198,7 +199,7 @@ def compare(
     if mde is not None:
         table["n_needed"] = [queries_needed(p.differences, mde, alpha) for p in pairs]
         columns.append("n_needed")
-    warnings = judged_gaps(con, runs, pairs)
+    warnings = judged_gaps(con, runs, pairs) + qrels_differ(runs)
     constant = constant_metrics(values)
     return Comparison(table[columns], n_paired, test, alpha, constant, pairs, warnings)
 

@@ -12,10 +12,11 @@ import pandas as pd
 from rag_bench.analysis import GATE_RULES, shown
 from rag_bench.analysis.compare import compare
 from rag_bench.analysis.pairing import TIE, Pair
+from rag_bench.analysis.qrels_check import qrels_differ
 from rag_bench.errors import UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.measures import canonical, improvement
 from rag_bench.evaluation.stats import minimum_detectable_effect, queries_needed
-from rag_bench.runs import RunStore
+from rag_bench.runs import RunStore, open_runs
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,8 @@ def gate(
         seed=seed,
     )
     strictest = alpha / len(allowances)  # Holm's first, strictest level
-    rows, warnings = [], []
+    store = open_runs(runs_dir)
+    rows, warnings = [], qrels_differ([store.get(baseline), store.get(candidate)])
     for (_, row), pair in zip(result.rows.iterrows(), result.pairs):
         metric, allowed = row["metric"], allowances[row["metric"]]
         mde = minimum_detectable_effect(pair.differences, strictest)

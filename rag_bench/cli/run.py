@@ -94,6 +94,20 @@ from rag_bench.pipeline.executors import EXECUTORS
     "--seed", type=WHOLE, default=0, show_default=True, help="Seed for --sample and --perturb."
 )
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to use.")
+@click.option(
+    "--qrels",
+    default=None,
+    metavar="VERSION|FILE",
+    help="Score on these qrels: a version of the dataset's (latest, base, a number, a hash "
+    "prefix; see rag-bench qrels log) or a qrels file. Default: the dataset's own.",
+)
+@click.option(
+    "--queries",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Run these queries (JSONL with _id and text, or one query a line) in place of the "
+    "dataset's: unlabelled ones get answer-side metrics, NULL ranking metrics.",
+)
 @drop_unknown_option()
 @click.option(
     "--executor",
@@ -142,6 +156,8 @@ def run_command(
     perturb,
     seed,
     split,
+    qrels,
+    queries,
     drop_unknown,
     executor,
     address,
@@ -286,6 +302,11 @@ def _stored(result, results: list) -> None:
     queries = result.queries["query_id"].nunique()
     shown = f"stored run {result.run_id} ({queries} queries{times}) in {result.store}"
     click.echo(shown, err=True)
+    unlabelled = result.manifest.get("dataset", {}).get("unlabelled")
+    if unlabelled:  # a queries file, or a dataset without qrels
+        from rag_bench.data.user_queries import unlabelled_note
+
+        click.echo(f"note: {unlabelled_note(unlabelled)}", err=True)
     results.append(result)
 
 
@@ -341,6 +362,7 @@ def _run_with(ctx: click.Context, results: list, executor, params: dict | None =
     all_of_them = variants.strip() == ALL_VARIANTS
     names = registry().variants_named(ALL_VARIANTS if all_of_them else split_list(variants))
     data = load_dataset(p["dataset"], split=p["split"], drop_unknown=p["drop_unknown"])
+    data = _on_qrels_and_queries(data, p)
     warn_dataset(data)
     selection = _selection(p)
     if p["name"] is not None and (len(names) > 1 or p["sweeps"]):
@@ -374,6 +396,19 @@ def _run_with(ctx: click.Context, results: list, executor, params: dict | None =
             warn(f"note: {STAND_IN_NOTE}")
             stand_in = set()
         _stored(result, results)
+
+
+def _on_qrels_and_queries(data, p: dict):
+    """The dataset on the qrels of ``--qrels`` and with the queries of ``--queries``; when some
+    queries have no labels, one line says what that means for their metrics."""
+    from rag_bench.data.qrels_versions import use_qrels
+    from rag_bench.data.user_queries import with_user_queries
+
+    if p.get("qrels") is not None:
+        data = use_qrels(data, p["qrels"], p["split"], p["drop_unknown"])
+    if p.get("queries") is not None:
+        data = with_user_queries(data, p["queries"])
+    return data
 
 
 def _sweep(p: dict, names: list[str], data, overrides, selection, executor, results) -> None:

@@ -332,6 +332,12 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
         f"sha256 {m['dataset']['sha256'][:12]})",
         f"created   {m.get('created_at')}, {m.get('duration_s')} s, {m.get('status')}",
     ]
+    if isinstance(m.get("qrels"), dict):  # runs stored before manifests named their qrels lack it
+        source = m.get("rescored_from")
+        head.append(
+            f"qrels     {m['qrels'].get('version')} {str(m['qrels'].get('sha256'))[:12]}"
+            + (f" (rescored from {source['run_id']})" if isinstance(source, dict) else "")
+        )
     if isinstance(m.get("note"), str):
         head.append(f"note      {m['note']}")
     head.append(f"made with {', '.join(run.customised) or 'the variant defaults, every query'}")

@@ -35,6 +35,7 @@ from rag_bench.components.registry import component
 from rag_bench.components.termstats import TermWeights
 from rag_bench.data.dataset import Dataset, load_queries
 from rag_bench.data.qrels import load_qrels
+from rag_bench.data.qrels_versions import use_qrels
 from rag_bench.errors import DataError, UsageError
 from rag_bench.model import Chunk, Hits, Query
 
@@ -232,7 +233,10 @@ class ProximityReranker(Reranker):
 )
 class LearnedReranker(Reranker):
     """``train_split``: ``auto`` learns from ``qrels/train.tsv`` when the dataset has one and
-    cross-fits otherwise; a split name must exist; ``none`` always cross-fits."""
+    cross-fits otherwise; a split name must exist; ``none`` always cross-fits.
+    ``train_qrels``: the judgements it learns from: ``evaluated`` (those the run is scored on)
+    or a qrels version of the dataset's (``base``, a number, a sha256 prefix; see
+    docs/qrels.md), so that a run on a new version can keep the model an earlier run learnt."""
 
     # the fold models are trained on the run's other queries: reranking needs them all at once
     capabilities = frozenset(
@@ -252,6 +256,7 @@ class LearnedReranker(Reranker):
         seed: int = 0,
         c: float = 1.0,
         train_split: str = "auto",
+        train_qrels: str = "evaluated",
     ):
         check_top_n(top_n)
         if folds < 2:
@@ -260,6 +265,7 @@ class LearnedReranker(Reranker):
             )
         self.top_n, self.folds, self.seed, self.c = top_n, folds, seed, c
         self.train_split = str(train_split)
+        self.train_qrels = str(train_qrels)
         self.index = None  # the pipeline's dense index, when it has one
         self.model: np.ndarray | None = None  # weights learnt from the train split
         self.train_queries: list[Query] = []
@@ -270,8 +276,14 @@ class LearnedReranker(Reranker):
     def prepare(self, dataset: Dataset, chunks: Sequence[Chunk], analyzer) -> None:
         self.features = PassageFeatures(chunks, analyzer)
         self.chunks = chunks
-        self.grades = dataset.qrels.to_dict()
+        self.grades = self._judgements(dataset)
         self.train_queries = self._training_split(dataset)
+
+    def _judgements(self, dataset: Dataset) -> dict[str, dict[str, int]]:
+        """The judgements the model learns from (``train_qrels``)."""
+        if self.train_qrels == "evaluated":
+            return dataset.qrels.to_dict()
+        return use_qrels(dataset, self.train_qrels).qrels.to_dict()
 
     def _training_split(self, dataset: Dataset) -> list[Query]:
         """The queries of the train split (none when cross-fitting); their grades join
@@ -313,7 +325,10 @@ class LearnedReranker(Reranker):
                 "split": self.split,
                 "queries": len(self.train_queries),
             }
-        return {"labels": "cross-fitted on the evaluated queries", "folds": self.folds}
+        cross = {"labels": "cross-fitted on the evaluated queries", "folds": self.folds}
+        if self.train_qrels != "evaluated":
+            cross["qrels"] = self.train_qrels
+        return cross
 
     def fold(self, query_id: str) -> int:
         """A query's fold, from a hash of its id: stable whatever else is in the run."""

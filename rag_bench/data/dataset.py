@@ -49,6 +49,12 @@ class Dataset:
     # with ``drop_unknown``: the judgements left out, as {"query" | "document": [ids named]}
     dropped: dict[str, list[str]] = field(default_factory=dict)
     n_dropped: int = 0
+    # which qrels the dataset is evaluated on when not its own qrels/<split>.tsv (a merged
+    # version, or a file): see rag_bench.data.qrels_versions
+    qrels_version: dict = field(default_factory=dict)
+    # what else the manifest's dataset record says (a queries file run in place of queries.jsonl)
+    provenance: dict = field(default_factory=dict)
+    split: str | None = None
 
     def categories(self) -> list[str]:
         return sorted({q.category for q in self.queries.values()})
@@ -150,7 +156,7 @@ def _line_of(path: Path, value: str) -> int | None:
     return None
 
 
-def _check_qrels(
+def check_qrels(
     qrels: Qrels, path: Path, docs: dict, queries: dict, drop_unknown: bool = False
 ) -> tuple[Qrels, dict[str, list[str]]]:
     """The judgements, checked to name known queries and documents. Unknown ids are errors,
@@ -278,19 +284,28 @@ def load_dataset(
     docs = load_corpus(folder / "corpus.jsonl")
     queries_path = folder / "queries.jsonl"
     all_queries, lines = load_queries(queries_path)
-    qrels_path = _qrels_path(folder, split)
-    # unanswerable queries need no judgement: a dataset of them alone has qrels of a header line
-    only_unanswerable = all(q.should_refuse for q in all_queries.values())
-    qrels = load_qrels(qrels_path, allow_empty=only_unanswerable)
+    if not any((folder / "qrels").glob("*.tsv")):  # no qrels at all: every query unlabelled
+        qrels_path = folder / "qrels" / f"{split}.tsv"
+        qrels = Qrels(Qrels.from_records([]).frame, str(qrels_path))
+    else:
+        qrels_path = _qrels_path(folder, split)
+        # unanswerable queries need no judgement: a dataset of them alone has qrels of a header
+        only_unanswerable = all(q.should_refuse for q in all_queries.values())
+        qrels = load_qrels(qrels_path, allow_empty=only_unanswerable)
     before = len(qrels)
-    qrels, dropped = _check_qrels(qrels, qrels_path, docs, all_queries, drop_unknown)
+    qrels, dropped = check_qrels(qrels, qrels_path, docs, all_queries, drop_unknown)
     n_dropped = before - len(qrels)
     notes = [dropped_note(qrels_path, n_dropped, dropped)] if dropped else []
     judged = set(qrels.frame["query_id"].cat.categories.astype(str))
-    queries = {q: v for q, v in all_queries.items() if q in judged or v.should_refuse}
+    queries = {
+        q: v
+        for q, v in all_queries.items()
+        if q in judged or v.should_refuse or not qrels_path.is_file()
+    }
     answers_path = folder / "answers.jsonl"
     answers = load_answers(answers_path, docs, queries) if answers_path.is_file() else {}
-    hashed = [folder / "corpus.jsonl", queries_path, qrels_path]
+    hashed = [folder / "corpus.jsonl", queries_path]
+    hashed += [qrels_path] if qrels_path.is_file() else []
     hashed += [answers_path] if answers_path.is_file() else []
     return Dataset(
         name=folder.resolve().name,
@@ -305,4 +320,5 @@ def load_dataset(
         + _unreviewed_note(queries, folder),
         dropped=dropped,
         n_dropped=n_dropped,
+        split=split,
     )

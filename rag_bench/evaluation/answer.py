@@ -49,6 +49,7 @@ class AnswerEvidence:
     ranking: Sequence[Chunk]  # the final chunk ranking, best first
     grades: dict[str, int]  # judged documents of the query
     judged_relevance: Relevance | None = None  # the judge's grade, when it gives one
+    labelled: bool = True  # False: the qrels judge none of the query's documents (a user's)
 
 
 def claim_metrics(e: AnswerEvidence) -> dict[str, float | None]:
@@ -127,7 +128,11 @@ def context_metrics(e: AnswerEvidence, ks: Sequence[int], analyzer) -> dict[str,
     spans = np.logical_or.accumulate(spans) if len(spans) else spans
     for k in ks:
         n = min(k, len(ranking))
-        precision = None if e.query.should_refuse else _ratio(int(relevant[n - 1]) if n else 0, n)
+        precision = (
+            None
+            if e.query.should_refuse or not e.labelled
+            else _ratio(int(relevant[n - 1]) if n else 0, n)
+        )
         recall = (found_upto[n - 1] if n else 0) / len(gold_terms) if gold_terms else None
         span = (float(spans[n - 1]) if n else 0.0) if gold else None
         out[f"context_precision@{k}"] = precision

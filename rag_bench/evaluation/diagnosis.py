@@ -102,7 +102,7 @@ FAILURE_CLASSES = tuple(FAILURE_ACTIONS)
 
 @dataclass(frozen=True)
 class Diagnosis:
-    failure_class: str
+    failure_class: str | None  # None: a query without labels whose claims show no failure
     action: Action
 
     @property
@@ -127,6 +127,7 @@ class Case:
     ranked_docs: Sequence[str] = field(default=())  # documents of the final ranking
     multi_hop: bool = False
     correctness: str | None = None  # correct / partial / wrong; None without a gold answer
+    labelled: bool = True  # False: the qrels judge nothing of the query (a user's query)
 
 
 def _found(name: str) -> Diagnosis:
@@ -160,6 +161,10 @@ def diagnose(case: Case) -> Diagnosis:
     miscited = any(d not in v.supported_by for c, v in judged for d in c.citations)
     if not case.refused and case.correctness == "correct" and not (fabricated or miscited):
         return _found("ok")
+    if not case.labelled:  # no judgement: only what the claims themselves show can be said
+        if not case.refused and (fabricated or miscited):
+            return _found("fabricated" if fabricated else "wrong_citation")
+        return Diagnosis(None, Action(None, None))
     gap = evidence_gap(case)
     if gap is not None:
         return _found(gap)

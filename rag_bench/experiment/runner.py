@@ -27,7 +27,9 @@ from rag_bench import __version__
 from rag_bench.components.prompting import prompt_records
 from rag_bench.components.registry import VariantSpec, registry, resolve
 from rag_bench.data.dataset import Dataset, load_dataset
+from rag_bench.data.qrels_versions import qrels_record, use_qrels
 from rag_bench.data.selection import EVERY_QUERY, Selection
+from rag_bench.data.user_queries import unlabelled_record
 from rag_bench.errors import DataError, ParameterError, RagBenchError, UsageError, check_number
 from rag_bench.experiment.provenance import git_commit, package_versions
 from rag_bench.experiment.repeats import repeat_config, repeat_seeds
@@ -160,6 +162,7 @@ def run_variant(
     created = datetime.now(timezone.utc)
     ks, spec, resolved, data, pipeline = _prepare(variant, dataset, overrides, ks, depth, cache_dir)
     seeds = repeat_seeds(resolved, repeats)
+    qrels = qrels_record(data)  # of the dataset's qrels, before perturbed copies join them
     data, chosen = selection.select(data)
     store = open_runs(runs_dir)
     run_id = store.reserve_run_id(spec.name, created)
@@ -175,7 +178,9 @@ def run_variant(
             "sha256": data.sha256,
             "split": _split_of(data),
             **dropped_record(data),
+            **data.provenance,
         },
+        "qrels": qrels,
         "ks": list(ks),
         "depth": depth,
         "selection": selection.record(),
@@ -480,6 +485,8 @@ def _plain(value: Any) -> Any:
 
 
 def _split_of(data: Dataset) -> str | None:
+    if data.split is not None:
+        return data.split
     source = Path(str(data.qrels.source))
     return source.stem if source.parent.name == "qrels" else None
 
@@ -521,6 +528,12 @@ def _check_prompts(run_id: str, then: dict, now: dict) -> None:
 
 def _resume_dataset(run_id: str, header: dict, dataset, split: str | None) -> Dataset:
     recorded = header["dataset"]
+    if "queries_file" in recorded and not isinstance(dataset, Dataset):
+        raise UsageError(
+            f"run {run_id} ran the queries of {recorded['queries_file'].get('file')}, "
+            "which a resume cannot read again",
+            "start the run again with --queries",
+        )
     if isinstance(dataset, Dataset):
         data = dataset
     else:
@@ -533,6 +546,9 @@ def _resume_dataset(run_id: str, header: dict, dataset, split: str | None) -> Da
             )
         split = split or recorded.get("split") or "test"
         data = load_dataset(path, split=split, drop_unknown="dropped" in recorded)
+        qrels = header.get("qrels", {})
+        if qrels.get("version") not in (None, "base"):  # the qrels version it was started on
+            data = use_qrels(data, qrels["sha256"], split, "dropped" in recorded)
     if data.sha256 != recorded["sha256"]:
         raise UsageError(
             f"dataset {data.path} is not the data run {run_id} started on "
@@ -574,7 +590,10 @@ def _manifest(
             "n_docs": len(data.docs),
             "n_queries": len(queries),
             **dropped_record(data),
+            **data.provenance,
+            **unlabelled_record(queries, data),
         },
+        "qrels": header.get("qrels") or qrels_record(data),
         "selection": {**plan.selection.record(), "query_ids": [q.id for q in queries]},
         "ks": list(plan.ks),
         "depth": plan.depth,

@@ -55,12 +55,12 @@ def build_traces(
     grades = data.qrels.subset([q.id for q in queries]).to_dict()
     rankings = {q.id: doc_ranking(r.final, chunks) for q, r in zip(queries, results)}
     answers = [
-        _evaluate_answer(q, r, chunks, grades.get(q.id, {}), rankings[q.id][0], ks, analyzer)
+        _evaluate_answer(q, r, chunks, grades.get(q.id), rankings[q.id][0], ks, analyzer)
         for q, r in zip(queries, results)
     ]
     answered = {
         "queries": _queries(run_id, queries, results, grades, [a[1] for a in answers]),
-        "metrics": _metrics(run_id, data, queries, rankings, ks, [a[0] for a in answers]),
+        "metrics": _metrics(run_id, data, queries, rankings, ks, [a[0] for a in answers], grades),
         "claims": _claims(run_id, queries, results, judge_name),
     }
     tables = {name: frame.assign(repeat=np.int32(repeat)) for name, frame in answered.items()}
@@ -69,7 +69,10 @@ def build_traces(
 
 
 def _evaluate_answer(query, result, chunks, grades, ranked_docs, ks, analyzer):
-    """The answer metrics and the diagnosis of one query."""
+    """The answer metrics and the diagnosis of one query (``grades`` None: the qrels judge
+    none of its documents)."""
+    labelled = grades is not None or query.should_refuse
+    grades = grades or {}
     generation = result.generation
     evidence = AnswerEvidence(
         query=query,
@@ -80,6 +83,7 @@ def _evaluate_answer(query, result, chunks, grades, ranked_docs, ks, analyzer):
         ranking=[chunks[p] for p in result.final.index],
         grades=grades,
         judged_relevance=result.relevance,
+        labelled=labelled,
     )
     correctness = None
     if query.answer and not query.should_refuse:
@@ -96,6 +100,7 @@ def _evaluate_answer(query, result, chunks, grades, ranked_docs, ks, analyzer):
         ranked_docs=ranked_docs,
         multi_hop=query.category == MULTI_HOP,
         correctness=correctness,
+        labelled=labelled,
     )
     return answer_metrics(evidence, ks, analyzer), diagnose(case)
 
@@ -125,9 +130,9 @@ def _queries(run_id, queries, results, grades, diagnoses: list[Diagnosis]) -> pd
     return pd.DataFrame(rows)
 
 
-def _metrics(run_id, data, queries, rankings, ks, answer_values) -> pd.DataFrame:
+def _metrics(run_id, data, queries, rankings, ks, answer_values, grades) -> pd.DataFrame:
     measures = ranking_measures(ks)
-    answerable = [q for q in queries if not q.should_refuse]
+    answerable = [q for q in queries if not q.should_refuse and q.id in grades]
     frames = []
     if answerable:
         run = Run.from_rankings({q.id: rankings[q.id][0] for q in answerable})
@@ -136,9 +141,10 @@ def _metrics(run_id, data, queries, rankings, ks, answer_values) -> pd.DataFrame
         result = evaluate_run(qrels, run, measures, complete=True)
         scored = result.per_query.assign(status="ok")
         frames.append(scored)
-    unanswerable = [q.id for q in queries if q.should_refuse]
+    unanswerable = [q.id for q in queries if q.should_refuse or q.id not in grades]
     if unanswerable:
-        # Retrieval metrics are undefined without a relevant document: NULL, never 0.
+        # Retrieval metrics are undefined without a relevant document, and without any
+        # judgement of the query (a user's query): NULL, never 0.
         frames.append(
             pd.DataFrame(
                 {

@@ -44,6 +44,28 @@ def atomic_write(path: Path, data: bytes) -> None:
             staging.unlink(missing_ok=True)
 
 
+def atomic_create(path: Path, data: bytes) -> bool:
+    """Create ``path`` with all of ``data``, synced, only if it does not exist yet: an
+    append-only write. Returns False (and writes nothing) when ``path`` is already there, so two
+    writers racing for one name cannot overwrite each other."""
+    path = Path(path)
+    staging = path.with_name(f"{STAGING_PREFIX}{path.name}-{secrets.token_hex(4)}")
+    try:
+        with open(staging, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(staging, path)  # fails when the name is taken, unlike os.replace
+        except FileExistsError:
+            return False
+        fsync(path.parent)
+        return True
+    finally:
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)
+
+
 def fsync(path: Path) -> None:
     """Flush a file, or a folder's entries, to disk (best effort where unsupported)."""
     try:

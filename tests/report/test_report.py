@@ -12,6 +12,7 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
+from review_browser import FLAGS, chromium
 from runs_helpers import locate, manifest_file, read_table, write_table
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
@@ -494,25 +495,7 @@ def test_the_page_of_make_runs_runs_stays_under_one_and_a_half_megabytes(shipped
 
 # --- in a browser, as a person sees it -----------------------------------------------------
 
-BROWSER_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--enable-logging=stderr",
-    "--v=0",
-)
-
-
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.skip("chromium not found: `make browser` installs Debian's chromium package")
+BROWSER_FLAGS = ("--headless", *FLAGS, "--enable-logging=stderr", "--v=0")
 
 
 def browse(page, tmp_path, *flags):

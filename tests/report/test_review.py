@@ -7,12 +7,12 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import shutil
 import threading
 
 import pytest
+from review_browser import Page, review_command
 
-from conftest import SHIPPED, assert_one_line_error, require
+from conftest import SHIPPED, assert_one_line_error
 from rag_bench.analysis.pool import pool_pairs
 from rag_bench.data.review import latest_labels, read_labels, write_items
 from rag_bench.experiment.runner import Selection, run_variant
@@ -23,14 +23,6 @@ from rag_bench.runs import open_runs
 PAYLOAD = (
     "</script><script>document.body.dataset.pwned=1</script>"
     "<img src=x onerror=\"document.body.dataset.pwned=2\"> & 'q'"
-)
-FLAGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
 )
 WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
@@ -51,51 +43,6 @@ def pool_file(tmp_path_factory):
     return path
 
 
-@pytest.fixture
-def browser():
-    playwright = require("playwright.sync_api", "pip install -e '.[dev]'")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("chromium not found: `make browser` installs Debian's chromium package")
-    with playwright.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=chromium, headless=True, args=FLAGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-class Page:
-    """A review page in the browser; every console message and page error is collected."""
-
-    def __init__(self, browser, server: ReviewServer):
-        self.page = browser.new_page()
-        self.problems: list[str] = []
-        self.page.on("console", lambda m: self.problems.append(f"console: {m.text}"))
-        self.page.on("pageerror", lambda e: self.problems.append(f"error: {e}"))
-        self.page.goto(server.url)
-
-    def text(self, element: str) -> str:
-        return self.page.inner_text(f"#{element}")
-
-    def press(self, key: str, saved: str | None = None, says: str | None = None) -> None:
-        """Press ``key``; with ``saved``, wait until the page says that label was saved (or,
-        with ``says``, says that)."""
-        self.page.keyboard.press(key)
-        if saved is not None or says is not None:
-            try:
-                self.page.wait_for_function(
-                    "text => document.getElementById('status').textContent === text",
-                    arg=says or f"saved: {saved}",
-                    timeout=10_000,
-                )
-            except Exception:
-                status, position = self.text("status"), self.text("position")
-                pytest.fail(
-                    f"{key}: wanted {says or saved!r}, the page says {status!r} at {position}"
-                )
-
-
 def lines(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -108,7 +55,7 @@ def test_pairs_are_graded_by_keyboard_and_the_labels_file_grows_line_by_line(
     items = [json.loads(line) for line in pool_file.read_text(encoding="utf-8").splitlines()]
     labels = tmp_path / "labels.jsonl"
     with ReviewServer(ReviewSession(pool_file, labels, "ana")).running() as server:
-        page = Page(browser, server)
+        page = Page(browser, server.url)
         assert page.text("progress") == f"0 / {len(items)} labelled"
         assert page.text("position").startswith(f"item 1 of {len(items)}")
         assert items[0]["query"] in page.text("item")
@@ -148,7 +95,7 @@ def test_pairs_are_graded_by_keyboard_and_the_labels_file_grows_line_by_line(
 
     # resuming: the labelled items are skipped, the page opens on the first unlabelled one
     with ReviewServer(ReviewSession(pool_file, labels, "ben")).running() as server:
-        page = Page(browser, server)
+        page = Page(browser, server.url)
         assert page.text("progress") == f"4 / {len(items)} labelled"
         assert page.text("position").startswith("item 5 ")
         page.press("1", "pair 5 grade 1")
@@ -228,7 +175,7 @@ def test_claims_and_generated_queries_are_labelled_and_hostile_text_stays_text(b
     write_items(hostile_items(), pool)
     labels = tmp_path / "labels.jsonl"
     with ReviewServer(ReviewSession(pool, labels, "ana")).running() as server:
-        page = Page(browser, server)
+        page = Page(browser, server.url)
         for _ in range(5):
             shown = page.text("item")
             assert PAYLOAD in shown or "What is asked?" in shown or "c" in shown
@@ -369,32 +316,13 @@ def test_a_malformed_labels_file_is_one_line_naming_it(rag_bench, tmp_path):
 
 @pytest.mark.signals
 def test_the_command_prints_its_url_serves_and_ends_on_ctrl_c(tmp_path):
-    import select
-    import signal
-    import subprocess
     from urllib.parse import urlsplit
-
-    from processes import COMMAND, DEFAULT_SIGINT
 
     pool = tmp_path / "pool.jsonl"
     write_items(hostile_items(), pool)
     labels = tmp_path / "labels.jsonl"
-    child = subprocess.Popen(
-        [*DEFAULT_SIGINT, *COMMAND, "review", pool, "-o", labels, "--labeller", "ana"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = None
-        while url is None:
-            ready, _, _ = select.select([child.stdout], [], [], 60)
-            assert ready, "no review page URL within 60 s"
-            line = child.stdout.readline()
-            assert line, child.stderr.read()
-            if line.startswith("review page: "):
-                url = urlsplit(line.split()[2])
-        assert url.hostname == "127.0.0.1" and url.query.startswith("token=")
+    with review_command(pool, labels, "ana") as review:
+        url = urlsplit(review.url)
         connection = http.client.HTTPConnection("127.0.0.1", url.port, timeout=10)
         connection.request("GET", f"/?{url.query}")
         answer = connection.getresponse()
@@ -406,12 +334,7 @@ def test_the_command_prints_its_url_serves_and_ends_on_ctrl_c(tmp_path):
             headers={"Content-Type": "application/json"},
         )
         assert connection.getresponse().status == 200
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    assert child.returncode == 0, err
-    assert "Traceback" not in err and err.strip() == "1/5 labelled"
-    assert out.strip().splitlines()[-1] == f"1/5 labelled in {labels}"
+    assert review.returncode == 0, review.stderr
+    assert "Traceback" not in review.stderr and review.stderr.strip() == "1/5 labelled"
+    assert review.stdout.strip().splitlines()[-1] == f"1/5 labelled in {labels}"
     assert [(w["kind"], w["label"]) for w in lines(labels)] == [("claim", "unsupported")]
