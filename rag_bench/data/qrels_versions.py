@@ -34,6 +34,7 @@ from rag_bench.data.dataset import (
     load_queries,
 )
 from rag_bench.data.qrels import Qrels, load_qrels
+from rag_bench.data.review import check_label
 from rag_bench.errors import DataError, UsageError
 from rag_bench.io.durable import atomic_create, atomic_write
 from rag_bench.io.jsonl import read_jsonl
@@ -41,7 +42,6 @@ from rag_bench.io.jsonl import read_jsonl
 BASE = "base"
 LATEST = "latest"
 VERSIONS = "versions"
-MAX_GRADE = 3  # the labels format's scale: 0 = not relevant .. 3
 _VERSION_FILE = re.compile(r"^(\d{4,})\.json$")
 _HEX = re.compile(r"^[0-9a-f]{4,64}$")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
@@ -104,70 +104,26 @@ class MergeResult:
     notes: list[str]
 
 
-def _bad(path: Path, line: int, message: str, hint: str) -> DataError:
-    return DataError(path, message, hint, line)
-
-
-def _pair(record: dict, path: Path, line: int) -> PairLabel:
-    ids = {}
-    for name in ("query_id", "doc_id"):
-        value = record.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)
-        if not isinstance(value, str) or not value.strip():
-            raise _bad(path, line, f"a pair label has no {name}", f'add "{name}": "..."')
-        ids[name] = value
-    grade = record.get("grade")
-    if isinstance(grade, bool) or not isinstance(grade, int):
-        raise _bad(
-            path,
-            line,
-            f"grade is {json.dumps(grade)}, not a whole number",
-            f'write "grade": 0, 1, 2 or {MAX_GRADE} (0 = not relevant)',
-        )
-    if not 0 <= grade <= MAX_GRADE:
-        raise _bad(
-            path, line, f"grade {grade} is outside 0..{MAX_GRADE}", f"grade from 0 to {MAX_GRADE}"
-        )
-    labeller = record.get("labeller")
-    if not isinstance(labeller, str) or not labeller.strip():
-        raise _bad(
-            path,
-            line,
-            "the label names no labeller",
-            'add "labeller": "<the person\'s name or handle>"',
-        )
-    labelled_at = record.get("labelled_at")
-    try:
-        datetime.fromisoformat(str(labelled_at).replace("Z", "+00:00"))
-    except ValueError:
-        labelled_at = None
-    if not isinstance(labelled_at, str):
-        raise _bad(
-            path,
-            line,
-            f"labelled_at is {json.dumps(record.get('labelled_at'))}, not an ISO-8601 time",
-            'write "labelled_at": "2026-12-05T19:04:11Z"',
-        )
-    return PairLabel(ids["query_id"], ids["doc_id"], grade, labeller.strip(), labelled_at, line)
-
-
 def read_pair_labels(path: str | Path) -> tuple[dict[tuple[str, str], PairLabel], int]:
-    """The ``pair`` labels of a labels file, the last line per (query, document) winning (a
-    person may correct themselves), and the number of lines of other kinds."""
+    """The ``pair`` labels of a labels file (every line checked by the review format's one
+    rule, :func:`rag_bench.data.review.check_label`), the last line per (query, document)
+    winning (a person may correct themselves), and the number of lines of other kinds."""
     path = Path(path)
     labels: dict[tuple[str, str], PairLabel] = {}
     other = 0
     for line, record in read_jsonl(path, "labels"):
-        kind = record.get("kind")
-        if not isinstance(kind, str):
-            raise _bad(
-                path, line, "the label has no kind", 'add "kind": "pair" (or "claim", "generated")'
-            )
-        if kind != "pair":
+        record = check_label(record, path, line)
+        if record["kind"] != "pair":
             other += 1
             continue
-        label = _pair(record, path, line)
+        label = PairLabel(
+            record["query_id"],
+            record["doc_id"],
+            record["grade"],
+            record["labeller"].strip(),
+            record["labelled_at"],
+            line,
+        )
         labels.pop((label.query_id, label.doc_id), None)  # keep the order of the last lines
         labels[(label.query_id, label.doc_id)] = label
     return labels, other

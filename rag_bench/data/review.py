@@ -51,6 +51,10 @@ def item_key(record: dict) -> tuple:
 
 def _kind(record: dict, path: Path, line: int) -> str:
     kind = record.get("kind")
+    if kind is None:
+        raise DataError(
+            path, "the line has no kind", 'add "kind": "pair" (or "claim", "generated")', line
+        )
     if kind not in KINDS:
         raise DataError(
             path,
@@ -90,9 +94,16 @@ def read_items(path: str | Path) -> list[dict]:
 
 def _decision(record: dict, kind: str, path: Path, line: int) -> None:
     if kind == "pair":
-        grade = field(record, "grade", int, path, line, required=True)
+        grade = record.get("grade")
+        if isinstance(grade, bool) or not isinstance(grade, int):
+            raise DataError(
+                path,
+                f"grade is {json.dumps(grade)}, not a whole number",
+                'write "grade": 0, 1, 2 or 3 (0 = not relevant)',
+                line,
+            )
         if grade not in GRADES:
-            raise DataError(path, f"grade {grade} is not 0-3", "grade 0, 1, 2 or 3", line)
+            raise DataError(path, f"grade {grade} is outside 0..3", "grade from 0 to 3", line)
     elif kind == "claim":
         if record.get("label") not in CLAIM_LABELS:
             raise DataError(
@@ -110,9 +121,14 @@ def check_label(record: dict, path: Path, line: int) -> dict:
     """``record`` as a valid label (ids as strings), else a :class:`DataError` at ``line``."""
     kind = _kind(record, path, line)
     _key_fields(record, kind, path, line)
-    labeller = field(record, "labeller", str, path, line, required=True)
-    if not labeller.strip():
-        raise DataError(path, "labeller is empty", "name who labelled the item", line)
+    labeller = record.get("labeller")
+    if not isinstance(labeller, str) or not labeller.strip():
+        raise DataError(
+            path,
+            "the label names no labeller",
+            'add "labeller": "<the person\'s name or handle>"',
+            line,
+        )
     when = field(record, "labelled_at", str, path, line, required=True)
     if not _UTC.match(when):
         raise DataError(

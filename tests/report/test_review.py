@@ -306,7 +306,7 @@ def test_a_malformed_labels_file_is_one_line_naming_it(rag_bench, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query_id": "q1", "query": "q"}\n')
     outcome = rag_bench("review", bad, "-o", labels, "--labeller", "ana")
-    assert_one_line_error(outcome, f"{bad}:1", "kind is None")
+    assert_one_line_error(outcome, f"{bad}:1", "has no kind")
     outcome = rag_bench("review", pool, "-o", labels, "--labeller", " ")
     assert_one_line_error(outcome, "labeller is empty")
     labels.unlink()
