@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
 import time
 from pathlib import Path
@@ -206,17 +207,21 @@ def measure_size(n: int, queries: int, names: list[str], folder: Path = DATA) ->
         found[name] = np.load(out)
         out.unlink()
         rows.append({"tool": name, **done})
-    truth = found[REFERENCE]
-    hnsw = {r["tool"]: r for r in rows}
-    peer = hnsw.get("faiss hnsw")
     for r in rows:
-        r["recall@100"] = recall_at(found[r["tool"]], truth)
-        r["query_ms"] = 1000 * r["search_cpu_s"] / queries
+        r["recall@100"] = recall_at(found[r["tool"]], found[REFERENCE])
+    return derive({"chunks": n, "queries": queries, "rows": rows})
+
+
+def derive(size: dict) -> dict:
+    """Per-query time and each tool's ratios to faiss's HNSW, from the measured numbers."""
+    peer = {r["tool"]: r for r in size["rows"]}.get("faiss hnsw")
+    for r in size["rows"]:
+        r["query_ms"] = 1000 * r["search_cpu_s"] / size["queries"]
         for key in ("build_cpu_s", "search_cpu_s", "peak_mib"):
             # exact search builds nothing (its "build" is holding the matrix as float64)
             mine = float("nan") if key == "build_cpu_s" and r["tool"].endswith("exact") else r[key]
             r[f"{key}/faiss hnsw"] = mine / peer[key] if peer else float("nan")
-    return {"chunks": n, "queries": queries, "rows": rows}
+    return size
 
 
 COLUMNS = [
@@ -232,6 +237,22 @@ COLUMNS = [
 ]
 
 
+def report(results: dict) -> None:
+    """The tables, as text and as Markdown (for docs/scaling.md)."""
+    print("\n" + common.describe(results))
+    for size in results["sizes"]:
+        derive(size)
+        print(f"\n{size['chunks']:,} chunks, {size['queries']:,} queries, top {DEPTH}")
+        print(common.table(size["rows"], COLUMNS))
+    print("\nMarkdown:\n")
+    print("| chunks | " + " | ".join(header for _, header, _ in COLUMNS) + " |")
+    print("|---" * (len(COLUMNS) + 1) + "|")
+    for size in results["sizes"]:
+        for r in size["rows"]:
+            cells = [common._cell(r.get(key), spec) for key, _, spec in COLUMNS]
+            print(f"| {size['chunks']:,} | " + " | ".join(cells) + " |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="20,000 chunks, 200 queries")
@@ -239,7 +260,13 @@ def main() -> int:
     parser.add_argument("--queries", type=int, help=f"queries per size (default {QUERIES:,})")
     parser.add_argument("--child", nargs=4, metavar=("TOOL", "CHUNKS", "QUERIES", "OUT"))
     parser.add_argument("--output", type=Path, help="where to write the results JSON")
+    parser.add_argument(
+        "--report", type=Path, help="print the tables (and Markdown) of a results JSON, no run"
+    )
     args = parser.parse_args()
+    if args.report:
+        report(json.loads(args.report.read_text()))
+        return 0
     if args.child:
         name, *paths = args.child
         child_main(name, *map(Path, paths))
@@ -266,10 +293,7 @@ def main() -> int:
         "source": common.source(),
     }
     results["load_average_1min"] = {"before": before, "after": common.load_average()}
-    print("\n" + common.describe(results))
-    for size in results["sizes"]:
-        print(f"\n{size['chunks']:,} chunks, {size['queries']:,} queries, top {DEPTH}")
-        print(common.table(size["rows"], COLUMNS))
+    report(results)
     path = args.output or (common.RESULTS_DIR / ("ann-quick.json" if args.quick else "ann.json"))
     common.write_results(results, path)
     return 0

@@ -28,7 +28,7 @@ from rag_bench.evaluation.measures import (
     parse_measures,
 )
 from rag_bench.io.idhash import ROW_BLOCK, IdColumn, combine_keys, scaled_keys
-from rag_bench.io.tabular import in_parallel, run_starts
+from rag_bench.io.tabular import run_starts
 
 
 @dataclass(frozen=True)
@@ -225,18 +225,16 @@ def _candidates(run_queries: _Queries, doc_hashes: np.ndarray, judged_keys: np.n
     table = np.zeros(1 << bits, dtype=bool)
     table[judged_keys & mask] = True
     scaled = scaled_keys(run_queries.index_of_code)  # combine_keys, one factor per query code
-
-    def block(start: int) -> tuple[np.ndarray, np.ndarray]:
+    rows, keys = [], []
+    for start in range(0, len(doc_hashes), ROW_BLOCK):
         key = scaled[run_queries.codes[start : start + ROW_BLOCK]]
         key += doc_hashes[start : start + ROW_BLOCK]
         hit = np.flatnonzero(table[key & mask])
-        return hit + start, key[hit]
-
-    # numpy's indexing releases the GIL: the blocks go to both cores, in order
-    found = in_parallel([partial(block, s) for s in range(0, len(doc_hashes), ROW_BLOCK)])
-    if not found:
+        rows.append(hit + start)
+        keys.append(key[hit])
+    if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
-    return np.concatenate([r for r, _ in found]), np.concatenate([k for _, k in found])
+    return np.concatenate(rows), np.concatenate(keys)
 
 
 def _evaluated_queries(qrels: Qrels, run: Run, complete: bool) -> pd.Index:

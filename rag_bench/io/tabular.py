@@ -233,20 +233,14 @@ def _may_repeat(frame: pd.DataFrame, names: Sequence[str]) -> bool:
     """Whether two rows may agree on all of ``names``: certainly not when their hashed keys all
     differ; two equal keys send the file to the slow path, which is exact."""
     keys = [_exact_or_hashed(frame[name]) for name in names]
-
-    def repeats(blocks: list[tuple[int, int]]) -> bool:
-        for start, stop in blocks:
-            key = keys[0][start:stop].astype(np.uint64)
-            for more in keys[1:]:
-                combine_into(key, more[start:stop])
-            key.sort()  # sorting integers is much faster than hashing them
-            if np.any(key[1:] == key[:-1]):
-                return True
-        return False
-
-    blocks = _blocks_of_whole_groups(frame[names[0]])
-    halves = [blocks[: len(blocks) // 2], blocks[len(blocks) // 2 :]]  # one per core
-    return any(in_parallel([partial(repeats, half) for half in halves if half]))
+    for start, stop in _blocks_of_whole_groups(frame[names[0]]):
+        key = keys[0][start:stop].astype(np.uint64)
+        for more in keys[1:]:
+            combine_into(key, more[start:stop])
+        key.sort()  # sorting integers is much faster than hashing them
+        if np.any(key[1:] == key[:-1]):
+            return True
+    return False
 
 
 def run_starts(values: np.ndarray) -> np.ndarray:
