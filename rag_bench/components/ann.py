@@ -52,9 +52,7 @@ class HNSWIndex(Index):
         recall_sample: int = 100,
     ):
         self.m = check_number("index.m", m, 2, 512, whole=True)
-        self.ef_construction = check_number(
-            "index.ef_construction", ef_construction, 1, whole=True
-        )
+        self.ef_construction = check_number("index.ef_construction", ef_construction, 1, whole=True)
         self.ef_search = check_number("index.ef_search", ef_search, 1, whole=True)
         self.seed = check_number("index.seed", seed, 0, 2**31 - 1, whole=True)
         self.recall_sample = check_number("index.recall_sample", recall_sample, 1, whole=True)
@@ -85,9 +83,10 @@ class HNSWIndex(Index):
 
     def candidates(self, queries: np.ndarray, depth: int) -> np.ndarray:
         """Each query's ``depth`` nearest rows by the graph (-1 pads a short list)."""
-        self.graph.hnsw.efSearch = max(self.ef_search, depth)
-        with faiss_threads(1):
-            _, found = self.graph.search(np.ascontiguousarray(queries, dtype=np.float32), depth)
+        # per call, not on the shared graph: executor threads may search it at once
+        asked = faiss_module().SearchParametersHNSW(efSearch=max(self.ef_search, depth))
+        vectors = np.ascontiguousarray(queries, dtype=np.float32)
+        _, found = self.graph.search(vectors, depth, params=asked)
         return found
 
     def search(self, queries: np.ndarray, embeddings: np.ndarray, depth: int) -> list[Hits]:

@@ -3,8 +3,9 @@
 A component is a class registered under a kind with ``@component(kind, name)`` (see
 :mod:`rag_bench.components.registry`); the kinds are the contracts below: ``analyzer``,
 ``chunker``, ``retriever``, ``encoder``, ``index`` (how the encoder's embeddings are searched),
-``fuser`` (the ``fusion`` slot), ``reranker``, ``generator``, ``judge``. Subclass the contract of your kind (you inherit its defaults, such as
-an empty ``capabilities``), or write a class with the same members.
+``fuser`` (the ``fusion`` slot), ``reranker``, ``generator``, ``judge``. Subclass the contract
+of your kind (you inherit its defaults, such as an empty ``capabilities``), or write a class
+with the same members.
 
 **Parameters** are the keyword parameters of ``__init__``, each with a default and a type
 annotation: ``def __init__(self, size: int = 128)`` is parameter ``size``, default 128, set with

@@ -12,9 +12,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rag_bench.components.ann import recall, sample_rows
 from rag_bench.components.base import Capability
 from rag_bench.components.chunking import chunk_corpus
-from rag_bench.components.ann import recall, sample_rows
 from rag_bench.components.dense import DenseIndex, ExactIndex, cosine_search
 from rag_bench.components.registry import build
 from rag_bench.data.dataset import Dataset
@@ -207,10 +207,12 @@ class Pipeline:
     def _build_index(self, material: dict) -> bool:
         """Build (or load) the dense index's search structure from the embeddings just fitted or
         loaded, cached by what they were computed from and the index's own parameters."""
-        index = self.dense.index  # type: ignore[union-attr]  # called for the dense retriever only
+        dense = self.dense
+        assert dense is not None  # called for the dense retriever only
+        index = dense.index
 
         def build():
-            index.build(self.dense.embeddings)  # type: ignore[union-attr]  # as above
+            index.build(dense.embeddings)
             return index
 
         def load(folder):

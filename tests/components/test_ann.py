@@ -15,6 +15,7 @@ from rag_bench.components.dense import ExactIndex
 from rag_bench.errors import MissingBackendError
 from rag_bench.experiment.runner import Selection, run_variant
 from rag_bench.model import Hits
+from rag_bench.pipeline.executors import LocalExecutor
 
 
 def clustered(n: int, d: int, seed: int) -> np.ndarray:
@@ -87,7 +88,12 @@ def test_a_run_with_hnsw_records_its_recall_as_its_traces_show_it(tmp_path, rag_
     require("faiss", "pip install -e '.[ann]'")
     # a poor graph (2 links per node, 10 candidates searched), so that it misses chunks
     poor = ["index.name=hnsw", "index.m=2", "index.ef_construction=2", "index.ef_search=1"]
-    common = {"runs_dir": tmp_path / "runs", "cache_dir": tmp_path / "cache", "depth": 10, "ks": (1, 10)}
+    common = {
+        "runs_dir": tmp_path / "runs",
+        "cache_dir": tmp_path / "cache",
+        "depth": 10,
+        "ks": (1, 10),
+    }
     exact = run_variant("hybrid", SHIPPED, **common)
     approx = run_variant("hybrid", SHIPPED, overrides=[*poor, "index.recall_sample=40"], **common)
     assert "recall" not in exact.manifest["index"] and "index" not in exact.manifest["params"]
@@ -95,8 +101,7 @@ def test_a_run_with_hnsw_records_its_recall_as_its_traces_show_it(tmp_path, rag_
     ids = approx.manifest["selection"]["query_ids"]
     sampled = [ids[i] for i in sample_rows(len(ids), 40, 0)]
     shares = [
-        len(a & e) / len(e)
-        for a, e in zip(dense_sets(approx, sampled), dense_sets(exact, sampled))
+        len(a & e) / len(e) for a, e in zip(dense_sets(approx, sampled), dense_sets(exact, sampled))
     ]
     assert checked == {
         "recall": pytest.approx(float(np.mean(shares)), abs=1e-12),
@@ -113,6 +118,17 @@ def test_a_run_with_hnsw_records_its_recall_as_its_traces_show_it(tmp_path, rag_
     assert again.manifest["index"]["cached"]["dense"] is True
     assert again.manifest["index"]["recall"] == checked
     assert dense_sets(again, ids) == dense_sets(approx, ids)
+    # two executor threads search the one graph at once: the same rankings
+    threads = run_variant(
+        "hybrid",
+        SHIPPED,
+        overrides=[*poor, "index.recall_sample=40"],
+        executor=LocalExecutor(2),
+        **common,
+    )
+    for table in ("retrieved", "metrics"):
+        columns = [c for c in threads.tables[table].columns if c != "run_id"]
+        assert threads.tables[table][columns].equals(approx.tables[table][columns]), table
 
 
 def test_an_index_without_an_encoder_is_a_one_line_error(rag_bench, tmp_path):
