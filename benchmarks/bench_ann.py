@@ -31,8 +31,9 @@ import numpy as np
 
 DIMS, PER_CLUSTER, NOISE = 384, 1_000, 0.8
 DEPTH = 100
-M, EF_CONSTRUCTION, EF_SEARCH, SEED = 32, 128, 200, 0
-SIZES, QUERIES = (100_000, 1_000_000), 1_000
+M, EF_CONSTRUCTION, EF_SEARCH, SEED = 16, 100, 200, 0  # rag-bench's hnsw defaults
+SIZES = (100_000, 1_000_000)
+QUERIES = {100_000: 1_000, 1_000_000: 200}  # fewer at 10^6: exact search is the slow part
 QUICK_SIZES, QUICK_QUERIES = (20_000,), 200
 REFERENCE = "rag-bench exact"
 BLOCK = 50_000  # rows generated at a time
@@ -192,23 +193,44 @@ def recall_at(found: np.ndarray, truth: np.ndarray) -> float:
     return float(np.mean(shares))
 
 
-def measure_size(n: int, queries: int, names: list[str], folder: Path = DATA) -> dict:
-    """Every tool on ``n`` generated chunks, each in its own child; recall against the first."""
+def measure_size(
+    n: int,
+    queries: int,
+    names: list[str],
+    folder: Path = DATA,
+    again: bool = True,
+    gather: bool = False,
+) -> dict:
+    """Every tool on ``n`` generated chunks, each in its own child; recall against exact search.
+
+    Each tool's measurement is kept in ``folder`` (its numbers and the ids it found, named by
+    the data and the HNSW parameters): unless ``again``, a kept one is reused, so the tools of a
+    long size can run in separate processes at once and a last run gathers them (``gather``:
+    only those, a tool without one is left out)."""
     print(f"-- {n:,} chunks, {queries:,} queries", flush=True)
     chunks_path, queries_path = ensure(n, queries, folder=folder)
+    tag = f"{n}-{queries}-{DIMS}-m{M}-efc{EF_CONSTRUCTION}-efs{EF_SEARCH}-s{SEED}"
     found, rows = {}, []
     for name in names:
-        print(f"   {name} ...", flush=True)
-        out = folder / f".found-{n}-{name.replace(' ', '-')}.npy"
-        command = common.python_child(
-            Path(__file__).resolve(), "--child", name, str(chunks_path), str(queries_path), str(out)
-        )
-        done = common.child_result(common.run_measured(command), name)
+        out = folder / f"found-{tag}-{name.replace(' ', '-')}.npy"
+        kept = out.with_suffix(".json")
+        if gather and not kept.exists():
+            print(f"   {name}: not measured yet, left out", flush=True)
+            continue
+        if again or not kept.exists():
+            print(f"   {name} ...", flush=True)
+            command = common.python_child(
+                Path(__file__).resolve(), "--child", name, str(chunks_path), str(queries_path)
+            )
+            done = common.child_result(common.run_measured(command + [str(out)]), name)
+            kept.write_text(json.dumps(done))
+        else:
+            print(f"   {name}: measured earlier ({kept.name})", flush=True)
         found[name] = np.load(out)
-        out.unlink()
-        rows.append({"tool": name, **done})
+        rows.append({"tool": name, **json.loads(kept.read_text())})
+    truth = found.get(REFERENCE, found.get("faiss exact"))
     for r in rows:
-        r["recall@100"] = recall_at(found[r["tool"]], found[REFERENCE])
+        r["recall@100"] = recall_at(found[r["tool"]], truth) if truth is not None else None
     return derive({"chunks": n, "queries": queries, "rows": rows})
 
 
@@ -257,9 +279,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="20,000 chunks, 200 queries")
     parser.add_argument("--sizes", help="comma-separated chunk counts (default 10^5, 10^6)")
-    parser.add_argument("--queries", type=int, help=f"queries per size (default {QUERIES:,})")
+    parser.add_argument(
+        "--queries", type=int, help="queries per size (default 1,000; 200 at 10^6 chunks)"
+    )
     parser.add_argument("--child", nargs=4, metavar=("TOOL", "CHUNKS", "QUERIES", "OUT"))
     parser.add_argument("--output", type=Path, help="where to write the results JSON")
+    parser.add_argument("--tools", help=f"comma-separated subset of: {', '.join(TOOLS)}")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse each tool's measurement kept from an earlier run with the same data and"
+        " parameters (run tools of a big size in parallel processes, then gather them)",
+    )
+    parser.add_argument(
+        "--gather", action="store_true", help="only the kept measurements: run nothing"
+    )
     parser.add_argument(
         "--report", type=Path, help="print the tables (and Markdown) of a results JSON, no run"
     )
@@ -273,9 +307,13 @@ def main() -> int:
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     sizes = sizes or list(QUICK_SIZES if args.quick else SIZES)
-    queries = args.queries or (QUICK_QUERIES if args.quick else QUERIES)
-    names = [n for n, (_, module) in TOOLS.items() if importlib.util.find_spec(module)]
-    for name in sorted(set(TOOLS) - set(names)):
+
+    def queries(n: int) -> int:
+        return args.queries or (QUICK_QUERIES if args.quick else QUERIES.get(n, 1_000))
+
+    wanted = args.tools.split(",") if args.tools else list(TOOLS)
+    names = [n for n in wanted if importlib.util.find_spec(TOOLS[n][1])]
+    for name in sorted(set(wanted) - set(names)):
         print(f"skipping {name}: {TOOLS[name][1]} is not installed")
     before = common.load_average()
     results: dict = {
@@ -288,7 +326,12 @@ def main() -> int:
             "dims": DIMS,
             "threads": 1,
         },
-        "sizes": [measure_size(n, queries, names) for n in sizes],
+        "sizes": [
+            measure_size(
+                n, queries(n), names, again=not (args.reuse or args.gather), gather=args.gather
+            )
+            for n in sizes
+        ],
         "machine": common.machine(["numpy", "faiss-cpu", "hnswlib"]),
         "source": common.source(),
     }

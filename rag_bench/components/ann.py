@@ -45,8 +45,8 @@ class HNSWIndex(Index):
 
     def __init__(
         self,
-        m: int = 32,
-        ef_construction: int = 128,
+        m: int = 16,
+        ef_construction: int = 100,
         ef_search: int = 200,
         seed: int = 0,
         recall_sample: int = 100,
