@@ -154,3 +154,25 @@ def test_exact_is_the_default_and_searches_as_before(tmp_path):
     for table in ("retrieved", "metrics"):
         columns = [c for c in default.tables[table].columns if c != "run_id"]
         assert default.tables[table][columns].equals(named.tables[table][columns]), table
+
+
+def test_exact_search_over_many_chunks_takes_fewer_queries_at_a_time(monkeypatch):
+    from rag_bench.components import dense
+
+    chunks, queries = clustered(300, 16, 5), clustered(20, 16, 6)
+    whole = dense.cosine_search(queries, chunks, 7)
+    products = []
+    real = np.ndarray.__matmul__
+
+    class Counted(np.ndarray):
+        def __matmul__(self, other):
+            products.append(len(self))
+            return real(np.asarray(self), other)
+
+    monkeypatch.setattr(dense, "SCORE_CELLS", 300 * 3)  # three queries' scores at a time
+    blocked = dense.cosine_search(queries.view(Counted), chunks, 7)
+    assert products == [3] * 6 + [2]
+    truth = brute_force(queries, chunks, 7)
+    assert [set(h.index.tolist()) for h in blocked] == truth == [set(h.index) for h in whole]
+    for a, b in zip(blocked, whole):
+        np.testing.assert_allclose(a.score, b.score, rtol=0, atol=1e-12)
