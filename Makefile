@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 # no wheel build, no long property tests (the markers are registered in pyproject.toml).
 FAST := not slow and not ray and not signals and not browser
 
-.PHONY: install models run run-models llm run-llm test test-fast browser bench lint typecheck docs check clean
+.PHONY: install models ann run run-models llm run-llm test test-fast browser bench lint typecheck docs check clean
 
 install: $(DEV_STAMP)
 
@@ -35,6 +35,10 @@ run: $(RUN_STAMP)
 # sentence-transformers and torch's CPU build (pinned in the extra; ~1 GB in .venv).
 models: $(DEV_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,models]'
+
+# Approximate dense search (the index slot's hnsw): faiss-cpu, pinned in the ann extra.
+ann: $(DEV_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,ann]'
 
 # The three variants with the real encoder instead of the offline stand-in (lsa), compared.
 run-models: models

@@ -193,6 +193,96 @@ def child_main(name: str, qrels_path: Path, run_path: Path, rounds: int) -> None
     common.emit({"rounds": results})
 
 
+# --- where rag-bench's time goes: CPU per phase, on one thread --------------------------------
+
+
+def phases_main(qrels_path: Path, run_path: Path) -> None:
+    """rag-bench's load and compute once more under cProfile with a CPU clock, on one thread
+    (Arrow's pool at 1, the conversions one after the other), so every CPU second lands in the
+    phase that spent it; a warm-up run first. Emits CPU seconds per phase and their total."""
+    import cProfile
+    import pstats
+
+    import pyarrow as pa
+
+    from rag_bench.io import tabular
+
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    tabular.in_parallel = lambda calls: [call() for call in calls]
+    compute_rag_bench(*load_rag_bench(qrels_path, run_path))
+    gc.collect()
+    profile = cProfile.Profile(time.process_time)
+    cpu = time.process_time()
+    profile.enable()
+    compute_rag_bench(*load_rag_bench(qrels_path, run_path))
+    profile.disable()
+    total = time.process_time() - cpu
+    common.emit({"phases": split_phases(pstats.Stats(profile).stats), "total_cpu_s": total})
+
+
+def split_phases(stats: dict) -> dict[str, float]:
+    """CPU seconds per phase from a profile's table (pstats' ``stats``): non-overlapping, so
+    they add up to the whole (the rest is "other")."""
+
+    def keys(name: str) -> list:
+        return [key for key in stats if key[2] == name and "rag_bench" in key[0]]
+
+    def cumulative(name: str) -> float:
+        return sum(stats[key][3] for key in keys(name))
+
+    def own(name: str) -> float:
+        return sum(stats[key][2] for key in keys(name))
+
+    def called_from(name: str, caller: str) -> float:
+        return sum(
+            timing[3]
+            for key in keys(name)
+            for where, timing in stats[key][4].items()
+            if where[2] == caller
+        )
+
+    hashing = cumulative("_cached_string_hashes")
+    hashing_in_join = called_from("hashes", "_matching_judgements")
+    parse = own("_read_fast")  # Arrow's read_csv is not traced: its time is _read_fast's own
+    ids = cumulative("_categorical")
+    checks = cumulative("_valid")
+    loading = cumulative("load_qrels") + cumulative("load_run")
+    join = cumulative("_matching_judgements") - hashing_in_join
+    rank = cumulative("_ranks")
+    judged = cumulative("rank_and_judge")
+    kernels = cumulative("compute")
+    evaluated = cumulative("evaluate_run") + cumulative("means")
+    return {
+        "parse (Arrow CSV reader)": parse,
+        "query ids to categoricals": ids,
+        "hash document ids": hashing,
+        "checks (duplicates, values)": checks,
+        "other loading (columns to pandas)": loading
+        - parse
+        - ids
+        - checks
+        - (hashing - hashing_in_join),
+        "join run with qrels": join,
+        "rank (trec_eval order, ties)": rank,
+        "other judging (sorts, counts)": judged - join - hashing_in_join - rank,
+        "metric kernels": kernels,
+        "per-query table and means": evaluated - judged - kernels,
+    }
+
+
+def format_phases(phases: dict, pytrec_cpu: float | None) -> str:
+    total = phases["total_cpu_s"]
+    lines = [f"{'phase':<36} {'cpu s':>7} {'share':>7} {'vs pytrec_eval':>15}"]
+    rows = list(phases["phases"].items())
+    rows.append(("other (profiler, interpreter)", total - sum(v for _, v in rows)))
+    rows.append(("total (one thread)", total))
+    for name, value in rows:
+        ratio = f"{value / pytrec_cpu:.3f}x" if pytrec_cpu else "-"
+        lines.append(f"{name:<36} {value:>7.3f} {value / total:>6.1%} {ratio:>15}")
+    return "\n".join(lines)
+
+
 # --- the parent: repetitions, medians, agreement, report ---------------------------------------
 
 
@@ -373,6 +463,10 @@ def report(results: dict, path: Path) -> bool:
     print("compute, all threads\n")
     print(format_table(results["rows"]))
     print("\nmeans\n" + format_means(results["tools"]))
+    if "phases" in results:
+        pytrec = results["tools"].get(EXACT_PEER, {}).get("cpu_s")
+        print("\nwhere rag-bench's CPU time goes (one thread; vs pytrec_eval = / its CPU s)")
+        print(format_phases(results["phases"], pytrec))
     ok, lines = agreement(results["tools"])
     results["agreement_ok"] = ok
     lines += [f"FAILED {name}: {error}" for name, error in results["errors"].items()]
@@ -395,6 +489,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="results file (default: results/eval*.json)")
     parser.add_argument("--child", choices=list(TOOLS), help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--phases-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-phases", action="store_true", help="skip the one-thread profile of rag-bench"
+    )
     args = parser.parse_args()
     if bool(args.qrels) != bool(args.run):
         parser.error("--qrels and --run go together")
@@ -423,6 +521,9 @@ def main() -> int:
     if args.child:
         child_main(args.child, args.qrels, args.run, args.rounds)
         return 0
+    if args.phases_child:
+        phases_main(args.qrels, args.run)
+        return 0
     names = available(args.tools.split(","))
     qrels_path, run_path, data = dataset(args)
     load_before = common.load_average()
@@ -436,6 +537,11 @@ def main() -> int:
     results["rows"] = table_rows(
         results["tools"], first_calls=not args.quick, cold_cache=cold_cache
     )
+    if REFERENCE in names and not args.no_phases:
+        print("rag-bench on one thread, profiled by phase ...", flush=True)
+        command = common.python_child(Path(__file__).resolve(), "--phases-child")
+        command += ["--qrels", str(qrels_path), "--run", str(run_path)]
+        results["phases"] = common.child_result(common.run_measured(command), "phases")
     default = common.RESULTS_DIR / ("eval-quick.json" if args.quick else "eval.json")
     return 0 if report(results, args.json or default) else 1
 

@@ -352,10 +352,22 @@ def show_output(store, run, slice_by: str, metrics, fmt: str) -> str:
                 break_on_hyphens=False,
             )
         )
-    head += [*_training_line(m), ""]
+    head += [*_training_line(m), *_index_line(m), ""]
     # one run: no metric moved; class names and other slice labels wrap rather than being cut
     body = render(table, fmt, wrap=(slice_by,), metrics=names)
     return "\n".join(head) + body if fmt in ("table", "markdown") else body
+
+
+def _index_line(manifest: dict) -> list[str]:
+    """What an approximate index cost: the recall of its top k against exact search, so its
+    effect on the retrieval metrics is never hidden."""
+    checked = (manifest.get("index") or {}).get("recall")
+    if not checked:
+        return []
+    return [
+        f"index     approximate: recall@{checked['depth']} {checked['recall']:.4f} against exact "
+        f"search ({checked['sample']} of {checked['of']} queries, seed {checked['seed']})"
+    ]
 
 
 def _training_line(manifest: dict) -> list[str]:

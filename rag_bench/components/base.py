@@ -2,9 +2,10 @@
 
 A component is a class registered under a kind with ``@component(kind, name)`` (see
 :mod:`rag_bench.components.registry`); the kinds are the contracts below: ``analyzer``,
-``chunker``, ``retriever``, ``encoder``, ``fuser`` (the ``fusion`` slot), ``reranker``,
-``generator``, ``judge``. Subclass the contract of your kind (you inherit its defaults, such as
-an empty ``capabilities``), or write a class with the same members.
+``chunker``, ``retriever``, ``encoder``, ``index`` (how the encoder's embeddings are searched),
+``fuser`` (the ``fusion`` slot), ``reranker``, ``generator``, ``judge``. Subclass the contract
+of your kind (you inherit its defaults, such as an empty ``capabilities``), or write a class
+with the same members.
 
 **Parameters** are the keyword parameters of ``__init__``, each with a default and a type
 annotation: ``def __init__(self, size: int = 128)`` is parameter ``size``, default 128, set with
@@ -157,6 +158,35 @@ class Encoder(Protocol):
 
     def load(self, folder: Path, analyzer: Analyzer) -> None:
         """Restore what ``save`` kept, instead of ``fit``."""
+        ...
+
+
+class Index(Protocol):
+    """Searches the chunk embeddings an encoder made (the ``index`` slot; without one, exact
+    search). ``approximate`` says whether its top k may differ from exact search's: a run then
+    measures by how much. What ``build`` makes is cached by the embeddings it was built from
+    and ``cache_material``."""
+
+    approximate: ClassVar[bool] = False
+
+    def cache_material(self) -> dict:
+        """JSON-able description of every parameter that changes what ``build`` makes."""
+        ...
+
+    def build(self, embeddings: np.ndarray) -> None:
+        """Index the chunks' embeddings (rows; float32 or float64, possibly memory-mapped)."""
+        ...
+
+    def search(self, queries: np.ndarray, embeddings: np.ndarray, depth: int) -> list[Hits]:
+        """The top ``depth`` chunks of each query embedding, scored against ``embeddings``."""
+        ...
+
+    def save(self, folder: Path) -> None:
+        """Keep what ``build`` made in ``folder``."""
+        ...
+
+    def load(self, folder: Path) -> None:
+        """Restore what ``save`` kept, instead of ``build``."""
         ...
 
 
@@ -360,6 +390,7 @@ CONTRACTS: dict[str, type] = {
     "chunker": Chunker,
     "retriever": Retriever,
     "encoder": Encoder,
+    "index": Index,
     "fuser": Fuser,
     "reranker": Reranker,
     "generator": Generator,

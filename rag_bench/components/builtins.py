@@ -8,9 +8,10 @@ from rag_bench.components.registry import ComponentSpec, VariantSpec
 
 def components() -> list[ComponentSpec]:
     from rag_bench.components.analyzers import AutoAnalyzer, ChineseAnalyzer, EnglishAnalyzer
+    from rag_bench.components.ann import HNSWIndex
     from rag_bench.components.calibrated import CalibratedJudge
     from rag_bench.components.chunking import FixedChunker, RecursiveChunker, WholeDocument
-    from rag_bench.components.dense import LSAEncoder
+    from rag_bench.components.dense import ExactIndex, LSAEncoder
     from rag_bench.components.fusion import ReciprocalRankFusion, WeightedScoreFusion
     from rag_bench.components.generate import (
         DelayedGenerator,
@@ -47,6 +48,8 @@ def components() -> list[ComponentSpec]:
         OpenAIEncoder,
         SentenceTransformerEncoder,
         MiniLMEncoder,
+        ExactIndex,
+        HNSWIndex,
         ReciprocalRankFusion,
         WeightedScoreFusion,
         ProximityReranker,

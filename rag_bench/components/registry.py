@@ -39,6 +39,7 @@ SLOT_KINDS = {
     "chunker": "chunker",
     "retriever": "retriever",
     "encoder": "encoder",
+    "index": "index",
     "fusion": "fuser",
     "reranker": "reranker",
     "generator": "generator",
@@ -257,6 +258,9 @@ def parse_override(text: str) -> tuple[str, str, Any]:
 
 # Slots every pipeline has; a variant that leaves one out gets the default component.
 DEFAULT_SLOTS = {"analyzer": {"name": "auto"}, "judge": {"name": "lexical"}}
+# Slots that serve another: ``--set`` may fill one in any variant that has the slot it serves,
+# starting from the named component (the index searching the encoder's embeddings: exact).
+ATTACHED_SLOTS = {"index": ("encoder", "exact")}
 
 
 def resolve(
@@ -268,6 +272,9 @@ def resolve(
     parsed = [parse_override(text) for text in overrides]
     # a component switch (slot.name=…) applies first, so the order of --set options is free
     for slot, param, value in sorted(parsed, key=lambda o: o[1] != "name"):
+        serves, default = ATTACHED_SLOTS.get(slot, ("", ""))
+        if slot not in wanted and serves in wanted:
+            wanted[slot] = {"name": default}
         if slot not in wanted:
             raise UnknownNameError(f"slot of variant {variant.name!r}", slot, list(wanted))
         if param == "name":

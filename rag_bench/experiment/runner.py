@@ -612,6 +612,9 @@ def _manifest(
         **header.get("annotations", {}),
         "executor": executor.describe(),
     }
+    checked = pipeline.index_recall(queries, plan.depth)
+    if checked is not None:  # an approximate index: what it missed of exact search's top k
+        manifest["index"]["recall"] = checked
     if pipeline.reranker_training() is not None:
         manifest["reranker_training"] = pipeline.reranker_training()
     manifest["usage"] = saver.usage()

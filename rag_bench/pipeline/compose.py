@@ -12,9 +12,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rag_bench.components.ann import recall, sample_rows
 from rag_bench.components.base import Capability
 from rag_bench.components.chunking import chunk_corpus
-from rag_bench.components.dense import DenseIndex
+from rag_bench.components.dense import DenseIndex, ExactIndex, cosine_search
 from rag_bench.components.registry import build
 from rag_bench.data.dataset import Dataset
 from rag_bench.errors import UsageError
@@ -87,7 +88,12 @@ class Pipeline:
         self.chunker = build("chunker", resolved.get("chunker", {"name": "fixed"}))
         self.retriever = self._optional("retriever")
         encoder = self._optional("encoder")
-        self.dense = DenseIndex(encoder) if encoder is not None else None
+        if encoder is None and "index" in resolved:
+            raise UsageError(
+                "the variant has an index slot but no encoder to make the embeddings it searches",
+                "fill the encoder slot, or leave the index slot out",
+            )
+        self.dense = DenseIndex(encoder, self._optional("index")) if encoder is not None else None
         self.retrievers = [r for r in (self.retriever, self.dense) if r is not None]
         if not self.retrievers:
             raise UsageError(
@@ -194,7 +200,47 @@ class Pipeline:
         _, hit = self.cache.fetch(retriever.stage, material, fit, lambda r, f: r.save(f), load)
         if blockwise and not hit:
             self.cache.blocks(retriever.stage, material).discard()
+        if retriever is self.dense and not isinstance(self.dense.index, ExactIndex):
+            hit = self._build_index(material) and hit
         return hit
+
+    def _build_index(self, material: dict) -> bool:
+        """Build (or load) the dense index's search structure from the embeddings just fitted or
+        loaded, cached by what they were computed from and the index's own parameters."""
+        dense = self.dense
+        assert dense is not None  # called for the dense retriever only
+        index = dense.index
+
+        def build():
+            index.build(dense.embeddings)
+            return index
+
+        def load(folder):
+            index.load(folder)
+            return index
+
+        graph = {**material, "search": index.cache_material()}
+        _, hit = self.cache.fetch("graph", graph, build, lambda i, f: i.save(f), load)
+        return hit
+
+    def index_recall(self, queries: Sequence[Query], depth: int) -> dict | None:
+        """For an approximate dense index: on a seeded sample of ``queries``, the share of exact
+        search's top ``depth`` that the index's top ``depth`` holds (None for exact search)."""
+        if self.dense is None or not self.dense.index.approximate:
+            return None
+        index = self.dense.index
+        size, seed = int(getattr(index, "recall_sample", 100)), int(getattr(index, "seed", 0))
+        chosen = [queries[i] for i in sample_rows(len(queries), size, seed)]
+        embedded = self.dense.encoder.encode([q.text for q in chosen])
+        approximate = index.search(embedded, self.dense.embeddings, depth)
+        exact = cosine_search(embedded, self.dense.embeddings, depth)
+        return {
+            "recall": recall(approximate, exact),
+            "depth": depth,
+            "sample": len(chosen),
+            "of": len(queries),
+            "seed": seed,
+        }
 
     def _embed_in_blocks(
         self, index, texts: list[str], material: dict, executor: Executor, progress=None

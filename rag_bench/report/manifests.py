@@ -43,6 +43,12 @@ def _manifest_fields(m: dict) -> dict[str, str]:
     index = m.get("index") or {}
     if index:
         fields["index chunks"] = index.get("n_chunks")
+    if index.get("recall"):  # an approximate index, checked against exact search
+        checked = index["recall"]
+        fields["index recall"] = (
+            f"{checked['recall']:.4f} (recall@{checked['depth']} against exact search, "
+            f"{checked['sample']} of {checked['of']} queries)"
+        )
     if m.get("usage"):
         fields["usage"] = json.dumps(m["usage"], sort_keys=True)
     fields["rag_bench_version"] = m.get("rag_bench_version")
@@ -56,7 +62,7 @@ def _field_rank(field: str) -> int:
     """Manifest rows in reading order: the run, its parameters, then software versions."""
     if field.startswith("params."):
         return 1
-    if field in ("index chunks", "usage"):
+    if field in ("index chunks", "index recall", "usage"):
         return 2
     if field in ("rag_bench_version", "git_commit"):
         return 3

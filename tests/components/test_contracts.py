@@ -41,7 +41,9 @@ def test_every_registered_component_satisfies_its_slots_contract(spec):
         assert isinstance(made.batch_size, int) and made.batch_size >= 1
     if spec.kind == "generator":
         assert made.context_k is None or made.context_k >= 1
-    if spec.kind in ("analyzer", "fuser"):
+    if spec.kind == "index":
+        assert isinstance(made.approximate, bool)
+    if spec.kind in ("analyzer", "fuser", "index"):
         assert capabilities == frozenset()
     else:
         assert made.capabilities == capabilities
