@@ -283,8 +283,8 @@ def compare(
     confirmatory family, one row per compared run, Holm-adjusted across them with intervals
     at the matching simultaneous level; every other row is exploratory (Benjamini–Hochberg
     across them, 95 % intervals): see :func:`paired_table` and docs/statistics.md. A metric
-    undefined for a query (NULL) leaves that query out. A run with repeats counts each query once, at the mean of its
-    repeats, and the interval is a two-level bootstrap (queries, then each query's repeats:
+    undefined for a query (NULL) leaves that query out. A run with repeats counts each query
+    once, at the mean of its repeats, and the interval is a two-level bootstrap (queries, then each query's repeats:
     :func:`~rag_bench.evaluation.stats.two_level_bootstrap_ci`), so it holds the noise of the
     sampling components too; the test's p-value is over the query means. ``runs_dir`` is the
     runs folder (a path, URL or :class:`RunStore`; None: the default).
