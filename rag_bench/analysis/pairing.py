@@ -144,9 +144,11 @@ def paired_values(
         shared = held.get(base, set()) & held.get(other, set())
         n_paired[other] = len(shared)
         # the shared queries in the table's (sorted) order, each slice a mask over them
-        ids = wide.index.levels[1]
-        ids = ids[ids.isin(list(shared))]
-        masks = [(name, in_slice(ids, name, labels)) for name in slice_names(labels, shared)]
+        listed_ids = wide.index.levels[1].tolist()  # once: Arrow strings iterate slowly
+        kept = np.fromiter((q in shared for q in listed_ids), bool, len(listed_ids))
+        ids = wide.index.levels[1][kept]
+        names = [q for q, k in zip(listed_ids, kept) if k]
+        masks = [(name, in_slice(names, name, labels)) for name in slice_names(labels, shared)]
         for metric in metrics:
             if metric not in listed:
                 continue

@@ -355,20 +355,21 @@ def comparison_output(result, fmt: str) -> str:
 
 def family_legend(result) -> str:
     """What compare's families are and at which level each row's interval and p stand."""
-    levels = sorted(set(result.rows.loc[result.rows["family"] == "confirmatory", "ci_level"]))
+    first = result.rows["family"] == "confirmatory"
+    levels = sorted(set(result.rows.loc[first, "ci_level"]))
     level = "/".join(f"{100 * v:g} %" for v in levels)
     confirm = (
-        f"confirm: {', '.join(result.primary)} over all queries, p_adj Holm across the "
-        f"{len(result.n_paired)} compared run(s) and primary metric(s), ci at {level} "
-        f"(simultaneous), * = p_adj < {result.alpha}; "
+        f"confirm = the primary metric ({', '.join(result.primary)}) over all queries: p_adj "
+        f"Holm across its {int(first.sum())} row(s), ci at {level} (simultaneous), * = p_adj "
+        f"< {result.alpha}. "
         if levels
-        else "no confirmatory row; "
+        else "no confirmatory row. "
     )
     return (
-        f"{result.test} test. {confirm}explore: every other row, p raw, p_adj "
-        f"Benjamini-Hochberg across them (false discovery rate), ci at 95 % per row, + = p_adj "
-        f"< {result.alpha}; ! = the ci and the row's test disagree at the ci's level; mde: the "
-        "smallest delta the row could detect (80 % power)"
+        f"{result.test} test. {confirm}explore = every other row: p raw, p_adj "
+        f"Benjamini-Hochberg across them, ci at 95 % per row, + = p_adj < {result.alpha}. "
+        "! = the ci and the row's test disagree at the ci's level. mde: the smallest delta "
+        "the row could detect (80 % power)"
     )
 
 

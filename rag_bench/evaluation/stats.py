@@ -196,19 +196,30 @@ def domain_bootstrap_cis(
     shared = [i for i, d in enumerate(ds) if len(d) >= DOMAIN_MIN and n > 0]
     alone = [i for i, d in enumerate(ds) if 0 < len(d) < DOMAIN_MIN]
     if shared:
+        # one column of values per domain, one indicator column per distinct partial domain
+        # (a domain of all n queries is drawn n times in every resample)
+        indicators: dict[bytes, int] = {}
+        for i in shared:
+            if len(positions[i]) < n:
+                indicators.setdefault(np.asarray(positions[i]).tobytes(), len(indicators))
         k = len(shared)
-        stacked = np.zeros((n, 2 * k))  # each domain's values, then its indicator
+        stacked = np.zeros((n, k + len(indicators)))
+        counted = []
         for column, i in enumerate(shared):
             stacked[positions[i], column] = ds[i]
-            stacked[positions[i], k + column] = 1.0
-        sums = np.empty((resamples, 2 * k))
+            if len(positions[i]) < n:
+                counted.append(k + indicators[np.asarray(positions[i]).tobytes()])
+                stacked[positions[i], counted[-1]] = 1.0
+            else:
+                counted.append(-1)
+        sums = np.empty((resamples, stacked.shape[1]))
         rng = np.random.default_rng(seed)
         for start, size in _blocks(resamples):
             np.matmul(_bootstrap_counts(rng, size, n), stacked, out=sums[start : start + size])
-        with np.errstate(invalid="ignore", divide="ignore"):  # a draw missing a domain: NaN
-            means = sums[:, :k] / sums[:, k:]
         for column, i in enumerate(shared):
-            intervals[i] = _percentiles(means[:, column], levels[i])
+            drawn = sums[:, counted[column]] if counted[column] >= 0 else n
+            with np.errstate(invalid="ignore"):  # a resample that drew none of the domain
+                intervals[i] = _percentiles(sums[:, column] / drawn, levels[i])
     for members in _by_length([ds[i] for i in alone]).values():
         chosen = [alone[j] for j in members]
         for i, means in zip(chosen, _bootstrap_means([ds[i] for i in chosen], resamples, seed)):
