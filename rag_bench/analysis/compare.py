@@ -284,10 +284,11 @@ def compare(
     at the matching simultaneous level; every other row is exploratory (Benjamini–Hochberg
     across them, 95 % intervals): see :func:`paired_table` and docs/statistics.md. A metric
     undefined for a query (NULL) leaves that query out. A run with repeats counts each query
-    once, at the mean of its repeats, and the interval is a two-level bootstrap (queries, then each query's repeats:
-    :func:`~rag_bench.evaluation.stats.two_level_bootstrap_ci`), so it holds the noise of the
-    sampling components too; the test's p-value is over the query means. ``runs_dir`` is the
-    runs folder (a path, URL or :class:`RunStore`; None: the default).
+    once, at the mean of its repeats, and the interval is a two-level bootstrap (queries, then
+    each query's repeats: :func:`~rag_bench.evaluation.stats.two_level_bootstrap_ci`), so it
+    holds the noise of the sampling components too; the test's p-value is over the query
+    means. ``runs_dir`` is the runs folder (a path, URL or :class:`RunStore`; None: the
+    default).
     """
     check_options(test, alpha, resamples, seed, mde)
     check_slice(slice_by)
