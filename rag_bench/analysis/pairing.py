@@ -159,7 +159,7 @@ def paired_values(
                 where = np.flatnonzero(mask & defined)
                 if len(where):
                     chosen = ids[where]
-                    each = [_matrix(repeats, metric, run, chosen) for run in (base, other)]
+                    a_rep, b_rep = (_matrix(repeats, metric, run, chosen) for run in (base, other))
                     found.append(
                         Pair(
                             name,
@@ -168,10 +168,11 @@ def paired_values(
                             other,
                             a_all[where],
                             b_all[where],
-                            *each,
+                            a_rep,
+                            b_rep,
                             positions=where,
                             base_size=len(ids),
-                        )  # fmt: skip
+                        )
                     )
     return found, n_paired
 
