@@ -13,6 +13,7 @@ from rag_bench.analysis import shown
 from rag_bench.analysis.pairing import TIE, Pair, comparable_runs, paired_values
 from rag_bench.analysis.reads import chosen_metrics, metric_values, query_rows
 from rag_bench.analysis.slices import ALL, check_slice, dataset_of, query_slices
+from rag_bench.components.blas import one_blas_thread
 from rag_bench.errors import RagBenchError, UnknownNameError, UsageError, check_number
 from rag_bench.evaluation.measures import canonical, improvement
 from rag_bench.evaluation.stats import (
@@ -101,8 +102,15 @@ def _statistics(
     """Means, delta, bootstrap interval (at ``levels``, one per pair; default 95 %), p-value
     and wins/ties/losses of each pair; computed together, so the resamples are drawn once for
     all pairs of one compared run (:func:`~rag_bench.evaluation.stats.domain_bootstrap_cis`)."""
-    ds = [p.differences for p in pairs]
     levels = list(levels) if levels is not None else [CI_LEVEL] * len(pairs)
+    # one BLAS thread: the same bits whatever the machine's thread count, and less CPU than
+    # two on these tall, narrow products (benchmarks/bench_compare.py; docs/performance.md)
+    with one_blas_thread():
+        return _rows(pairs, test, resamples, seed, levels)
+
+
+def _rows(pairs: list[Pair], test: str, resamples: int, seed: int, levels) -> list[dict]:
+    ds = [p.differences for p in pairs]
     intervals: list[tuple[float, float]] = [(float("nan"), float("nan"))] * len(pairs)
     groups: dict[tuple, list[int]] = {}  # the pairs drawn from one set of shared queries
     for i, p in enumerate(pairs):
