@@ -160,8 +160,8 @@ def significance_options(command):
         type=REAL,
         default=0.05,
         show_default=True,
-        help="Significance level: family-wise (Holm) for the confirmatory rows, false "
-        "discovery rate (Benjamini-Hochberg) for the exploratory ones.",
+        help="Significance level of the adjusted p-values (Holm: family-wise; compare's "
+        "exploratory rows: Benjamini-Hochberg's false discovery rate).",
     )(command)
     return click.option(
         "--test",
