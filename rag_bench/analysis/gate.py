@@ -81,8 +81,9 @@ def gate(
     """Fail when a metric worsens by more than its allowance, and (``require``):
 
     - ``significant``: only when the worsening is also significant (Holm over the gated
-      metrics) — a noisy tier cannot fail the gate by chance, but a tier too small to detect
-      the allowance can never fail it;
+      metrics: they are the confirmatory family, named before the runs are read, as
+      compare's ``primary``) — a noisy tier cannot fail the gate by chance, but a tier too
+      small to detect the allowance can never fail it;
     - ``drop``: on the observed worsening alone;
     - ``auto`` (default): per metric, ``significant`` when the compared queries can detect the
       allowed drop (its minimum detectable effect at 80 % power, at the strictest Holm level,
@@ -110,6 +111,7 @@ def gate(
         alpha=alpha,
         resamples=resamples,
         seed=seed,
+        primary=list(allowances),  # the gated metrics, declared in advance: one family
     )
     strictest = alpha / len(allowances)  # Holm's first, strictest level
     store = open_runs(runs_dir)
@@ -136,6 +138,7 @@ def gate(
                 "mean_b": row["mean_b"],
                 "delta": row["delta"],
                 "allowed_drop": allowed,
+                "p_value": row["p_value"],
                 "p_adjusted": row["p_adjusted"],
                 "n": row["n"],
                 "mde": mde,

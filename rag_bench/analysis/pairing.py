@@ -32,6 +32,19 @@ class Pair:
     b: np.ndarray
     a_repeats: np.ndarray | None = None
     b_repeats: np.ndarray | None = None
+    # where the pair's queries are among the ``base_size`` queries the two runs share (None:
+    # the pair's queries are all there is)
+    positions: np.ndarray | None = None
+    base_size: int | None = None
+
+    def domain(self) -> np.ndarray:
+        """The positions of the pair's queries among the shared ones (see ``positions``)."""
+        return self.positions if self.positions is not None else np.arange(len(self.a))
+
+    @property
+    def shared(self) -> int:
+        """How many queries the pair's domain is drawn from (its own count without a base)."""
+        return self.base_size if self.base_size is not None else len(self.a)
 
     @property
     def repeated(self) -> bool:
@@ -124,24 +137,43 @@ def paired_values(
         index=["metric", "query_id"], columns="run_id", values="value", aggfunc="mean"
     )
     repeats = _repeat_values(values)
+    held = {run: set(ids) for run, ids in queries.groupby("run_id")["query_id"]}
+    listed = wide.index.get_level_values("metric").unique()
     found, n_paired = [], {}
     for other in (r.run_id for r in runs[1:]):
-        shared = set(queries.loc[queries["run_id"] == base, "query_id"]) & set(
-            queries.loc[queries["run_id"] == other, "query_id"]
-        )
+        shared = held.get(base, set()) & held.get(other, set())
         n_paired[other] = len(shared)
-        slices = slice_names(labels, shared)
+        # the shared queries in the table's (sorted) order, each slice a mask over them
+        listed_ids = wide.index.levels[1].tolist()  # once: Arrow strings iterate slowly
+        kept = np.fromiter((q in shared for q in listed_ids), bool, len(listed_ids))
+        ids = wide.index.levels[1][kept]
+        names = [q for q, k in zip(listed_ids, kept) if k]
+        masks = [(name, in_slice(names, name, labels)) for name in slice_names(labels, shared)]
         for metric in metrics:
-            both = wide.loc[metric, [base, other]].dropna() if metric in wide.index else None
-            if both is None:
+            if metric not in listed:
                 continue
-            both = both[both.index.isin(shared)]
-            for name in slices:
-                chosen = both[in_slice(both.index, name, labels)]
-                if not chosen.empty:
-                    a, b = chosen[base].to_numpy(), chosen[other].to_numpy()
-                    each = [_matrix(repeats, metric, run, chosen.index) for run in (base, other)]
-                    found.append(Pair(name, metric, base, other, a, b, *each))
+            both = wide.loc[metric, [base, other]].reindex(ids)
+            a_all, b_all = both[base].to_numpy(), both[other].to_numpy()
+            defined = ~(np.isnan(a_all) | np.isnan(b_all))
+            for name, mask in masks:
+                where = np.flatnonzero(mask & defined)
+                if len(where):
+                    chosen = ids[where]
+                    a_rep, b_rep = (_matrix(repeats, metric, run, chosen) for run in (base, other))
+                    found.append(
+                        Pair(
+                            name,
+                            metric,
+                            base,
+                            other,
+                            a_all[where],
+                            b_all[where],
+                            a_rep,
+                            b_rep,
+                            positions=where,
+                            base_size=len(ids),
+                        )
+                    )
     return found, n_paired
 
 

@@ -26,7 +26,7 @@ RENAMED = {
     "mean_a": "mean_original",
     "mean_b": "mean_perturbed",
 }
-PAIRED = ("run_a", "run_b", "mde")
+PAIRED = ("run_a", "run_b", "mde", "family", "ci_agrees")  # one family here: Holm over all
 COLUMNS = ["run", "perturbation", *(RENAMED.get(c, c) for c in COMPARE_COLUMNS if c not in PAIRED)]
 
 

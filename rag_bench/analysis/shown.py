@@ -44,20 +44,26 @@ def gate_notes(rows: pd.DataFrame, warnings: list[str]) -> list[str]:
 def comparison_title(rows: pd.DataFrame, n_paired: dict[str, int], test: str, alpha) -> str:
     baseline = rows["run_a"].iloc[0] if len(rows) else "?"
     paired = ", ".join(f"{run} ({n} paired)" for run, n in n_paired.items())
-    return f"comparison against {baseline}: {paired}; {test} test, Holm-adjusted p < {alpha}"
+    return (
+        f"comparison against {baseline}: {paired}; {test} test; significant: p_adjusted < "
+        f"{alpha} within the row's family (confirmatory: Holm, exploratory: Benjamini-Hochberg)"
+    )
 
 
 COMPARISON_COLUMNS = (
     "run_b",
     "slice",
     "metric",
+    "family",
     "mean_a",
     "mean_b",
     "delta",
     "ci_low",
     "ci_high",
+    "ci_level",
     "p_value",
     "p_adjusted",
     "n",
     "significant",
+    "ci_agrees",
 )

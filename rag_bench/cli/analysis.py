@@ -13,6 +13,7 @@ from rag_bench.cli.options import (
     config_option,
     format_option,
     open_store,
+    primary_option,
     resampling_options,
     runs_dir_option,
     seed_option,
@@ -73,6 +74,7 @@ def noise_command(run, per_query, runs_dir, fmt):
 @click.argument("runs", nargs=-1, required=True)
 @slice_option
 @click.option("--metrics", default=None, help="Comma-separated metric names.")
+@primary_option
 @significance_options
 @resampling_options
 @click.option("--allow-mismatch", is_flag=True, help="Compare runs made on different datasets.")
@@ -86,7 +88,18 @@ def noise_command(run, per_query, runs_dir, fmt):
 @runs_dir_option()
 @format_option(FORMATS)
 def compare_command(
-    runs, slice_by, metrics, test, alpha, resamples, seed, allow_mismatch, mde, runs_dir, fmt
+    runs,
+    slice_by,
+    metrics,
+    primary,
+    test,
+    alpha,
+    resamples,
+    seed,
+    allow_mismatch,
+    mde,
+    runs_dir,
+    fmt,
 ):
     """Compare runs with paired significance tests; the first run is the baseline."""
     from rag_bench.analysis.compare import compare
@@ -103,6 +116,7 @@ def compare_command(
         seed=seed,
         allow_mismatch=allow_mismatch,
         mde=mde,
+        primary=split_list(primary) if primary else None,
     )
     click.echo(comparison_output(result, fmt))
 
@@ -228,6 +242,7 @@ def _gates(ctx, config, candidate, baseline, max_drops, require) -> list:
     help="Metric of what changed (the largest regressions and improvements) and of the scatter.",
 )
 @click.option("--metrics", default=None, help="Comma-separated metrics compared and averaged.")
+@primary_option
 @click.option(
     "--top", type=WHOLE, default=10, show_default=True, help="Changed queries listed each way."
 )
@@ -248,6 +263,7 @@ def report_command(
     slice_by,
     metric,
     metrics,
+    primary,
     top,
     test,
     alpha,
@@ -268,6 +284,7 @@ def report_command(
         slice_by=slice_by,
         metric=metric,
         metrics=split_list(metrics) if metrics else None,
+        primary=split_list(primary) if primary else None,
         top=top,
         test=test,
         alpha=alpha,

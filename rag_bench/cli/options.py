@@ -160,7 +160,8 @@ def significance_options(command):
         type=REAL,
         default=0.05,
         show_default=True,
-        help="Significance level (family-wise, after Holm).",
+        help="Significance level of the adjusted p-values (Holm: family-wise; compare's "
+        "exploratory rows: Benjamini-Hochberg's false discovery rate).",
     )(command)
     return click.option(
         "--test",
@@ -169,6 +170,15 @@ def significance_options(command):
         type=click.Choice(TEST_NAMES),
         help="Paired significance test.",
     )(command)
+
+
+primary_option = click.option(
+    "--primary",
+    default=None,
+    metavar="METRIC[,METRIC]",
+    help="The confirmatory metric(s), over all queries: Holm across the compared runs; every "
+    "other row is exploratory (Benjamini-Hochberg). Default: ndcg@10 when compared.",
+)
 
 
 seed_option = click.option(

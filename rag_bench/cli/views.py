@@ -395,26 +395,24 @@ def comparison_output(result, fmt: str) -> str:
     legend = [f"A = {rows['run_a'].iloc[0]} (baseline)"] + [
         f"{letters[run]} = {run} ({n} queries paired)" for run, n in result.n_paired.items()
     ]
-    head = "; ".join(legend) + (
-        f". {result.test} test, p Holm-adjusted over the table, * = p_adj < {result.alpha};"
-        " mde: the smallest delta the row could detect (80 % power)"
-    )
+    head = "; ".join(legend) + ". " + family_legend(result)
     same = [
         f"{metric}: {value:g} in every query of every run"
         for metric, value in result.constant.items()
     ]
     shown = rows[~rows["metric"].isin(list(result.constant))]
+    confirmatory = shown["family"] == "confirmatory"
+    marks = np.where(shown["significant"], np.where(confirmatory, "*", "+"), "")
     table = pd.DataFrame(
         {
             "slice": shown["slice"],
             **({"run": shown["run_b"].map(letters)} if len(candidates) > 1 else {}),
             "metric": shown["metric"],
+            "family": np.where(confirmatory, "confirm", "explore"),
             "A": shown["mean_a"],
             **({"B": shown["mean_b"]} if len(candidates) == 1 else {"mean": shown["mean_b"]}),
             "delta": shown["delta"],
-            "95% ci": [
-                f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(shown["ci_low"], shown["ci_high"])
-            ],
+            "ci": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(shown["ci_low"], shown["ci_high"])],
             "p": shown["p_value"],
             "p_adj": shown["p_adjusted"],
             "w/t/l": [
@@ -423,12 +421,32 @@ def comparison_output(result, fmt: str) -> str:
             "n": shown["n"],
             "mde": shown["mde"],
             **({"n_needed": shown["n_needed"]} if "n_needed" in shown else {}),
-            "sig": np.where(shown["significant"], "*", ""),
+            "sig": [m + ("" if ok else "!") for m, ok in zip(marks, shown["ci_agrees"])],
         }
     )
-    body = render(table, fmt, drop=("p", "n")) if len(table) else "(every metric is constant)"
+    body = render(table, fmt, drop=("n", "w/t/l")) if len(table) else "(every metric is constant)"
     warnings = [fit_line(f"warning: {w}") for w in result.warnings]
     return "\n".join([fit_line(head), *same, *warnings, "", body])
+
+
+def family_legend(result) -> str:
+    """What compare's families are and at which level each row's interval and p stand."""
+    first = result.rows["family"] == "confirmatory"
+    levels = sorted(set(result.rows.loc[first, "ci_level"]))
+    level = "/".join(f"{100 * v:g} %" for v in levels)
+    confirm = (
+        f"confirm = the primary metric ({', '.join(result.primary)}) over all queries: p_adj "
+        f"Holm across its {int(first.sum())} row(s), ci at {level} (simultaneous), * = p_adj "
+        f"< {result.alpha}. "
+        if levels
+        else "no confirmatory row. "
+    )
+    return (
+        f"{result.test} test. {confirm}explore = every other row: p raw, p_adj "
+        f"Benjamini-Hochberg across them, ci at 95 % per row, + = p_adj < {result.alpha}. "
+        "! = the ci and the row's test disagree at the ci's level. mde: the smallest delta "
+        "the row could detect (80 % power)"
+    )
 
 
 def diff_output(listed: pd.DataFrame, metric: str, fmt: str) -> str:

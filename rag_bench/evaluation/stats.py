@@ -168,6 +168,71 @@ def bootstrap_cis(
     return intervals
 
 
+DOMAIN_MIN = 100  # a smaller domain is resampled on its own (see domain_bootstrap_cis)
+
+
+def domain_bootstrap_cis(
+    n: int,
+    positions: Sequence[np.ndarray],
+    ds: Sequence[np.ndarray],
+    levels: Sequence[float],
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> list[tuple[float, float]]:
+    """Percentile bootstrap intervals of the mean of each ``ds[i]``, the values of the queries
+    at ``positions[i]`` among ``n`` queries (a domain: a slice, or the queries a metric is
+    defined for), each at its own ``levels[i]``.
+
+    One resampling of the ``n`` queries serves every domain of at least :data:`DOMAIN_MIN`
+    queries: a resample's value for a domain is the mean over the drawn queries that fall in
+    it (the domain, or subpopulation, bootstrap: a slice's size varies from draw to draw as it
+    would in a new sample of queries). Its intervals differ from drawing each domain's own size
+    by far less than the Monte-Carlo error, at the cost of one draw for all; a domain covering
+    all ``n`` queries gets exactly :func:`bootstrap_cis`' interval. A smaller domain, where the
+    drawn count itself would be too uncertain, is resampled on its own (:func:`bootstrap_cis`'s
+    draws)."""
+    ds = [np.asarray(d, dtype=np.float64) for d in ds]
+    intervals = [(float("nan"), float("nan"))] * len(ds)
+    shared = [i for i, d in enumerate(ds) if len(d) >= DOMAIN_MIN and n > 0]
+    alone = [i for i, d in enumerate(ds) if 0 < len(d) < DOMAIN_MIN]
+    if shared:
+        # one column of values per domain, one indicator column per distinct partial domain
+        # (a domain of all n queries is drawn n times in every resample)
+        indicators: dict[bytes, int] = {}
+        for i in shared:
+            if len(positions[i]) < n:
+                indicators.setdefault(np.asarray(positions[i]).tobytes(), len(indicators))
+        k = len(shared)
+        stacked = np.zeros((n, k + len(indicators)))
+        counted = []
+        for column, i in enumerate(shared):
+            stacked[positions[i], column] = ds[i]
+            if len(positions[i]) < n:
+                counted.append(k + indicators[np.asarray(positions[i]).tobytes()])
+                stacked[positions[i], counted[-1]] = 1.0
+            else:
+                counted.append(-1)
+        sums = np.empty((resamples, stacked.shape[1]))
+        rng = np.random.default_rng(seed)
+        for start, size in _blocks(resamples):
+            np.matmul(_bootstrap_counts(rng, size, n), stacked, out=sums[start : start + size])
+        for column, i in enumerate(shared):
+            drawn = sums[:, counted[column]] if counted[column] >= 0 else n
+            with np.errstate(invalid="ignore"):  # a resample that drew none of the domain
+                intervals[i] = _percentiles(sums[:, column] / drawn, levels[i])
+    for members in _by_length([ds[i] for i in alone]).values():
+        chosen = [alone[j] for j in members]
+        for i, means in zip(chosen, _bootstrap_means([ds[i] for i in chosen], resamples, seed)):
+            intervals[i] = _percentiles(means, levels[i])
+    return intervals
+
+
+def _percentiles(means: np.ndarray, level: float) -> tuple[float, float]:
+    tail = (1 - level) / 2
+    low, high = np.nanquantile(means, [tail, 1 - tail])
+    return float(low), float(high)
+
+
 TESTS = dict(
     zip(
         TEST_NAMES,
@@ -211,6 +276,22 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     for rank, i in enumerate(order):
         running = max(running, min(1.0, (m - rank) * p[i]))
         adjusted[i] = running
+    return adjusted
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (the step-up procedure that controls the false
+    discovery rate: reject where the adjusted p < alpha); NaN entries stay NaN and do not
+    count."""
+    p = np.asarray(p_values, dtype=np.float64)
+    adjusted = np.full_like(p, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    if len(valid) == 0:
+        return adjusted
+    order = valid[np.argsort(p[valid], kind="stable")]
+    m = len(order)
+    scaled = p[order] * m / np.arange(1, m + 1)
+    adjusted[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
     return adjusted
 
 

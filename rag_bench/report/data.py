@@ -245,6 +245,7 @@ def report_data(
     slice_by: str | None = "category",
     metric: str = "ndcg@10",
     metrics: Sequence[str] | None = None,
+    primary: str | Sequence[str] | None = None,
     top: int = 10,
     test: str = "randomization",
     alpha: float = 0.05,
@@ -282,6 +283,7 @@ def report_data(
             resamples=resamples,
             seed=seed,
             allow_mismatch=allow_mismatch,
+            primary=primary,
         )
         if len(runs) > 1
         else None

@@ -76,6 +76,7 @@ def report(
     slice_by: str | None = "category",
     metric: str = "ndcg@10",
     metrics: Sequence[str] | None = None,
+    primary: str | Sequence[str] | None = None,
     top: int = 10,
     test: str = "randomization",
     alpha: float = 0.05,
@@ -86,8 +87,8 @@ def report(
 ) -> str:
     """The HTML report of ``refs`` (the first is the baseline, the last the candidate);
     ``metric`` orders what changed (``top`` queries each way) and the scatter, ``metrics`` are
-    compared and averaged (default: the headline metrics); ``test``, ``alpha``, ``resamples``
-    and ``seed`` are compare's.
+    compared and averaged (default: the headline metrics); ``primary``, ``test``, ``alpha``,
+    ``resamples`` and ``seed`` are compare's.
 
     Returns the HTML; with ``output`` also writes it there.
     """
@@ -99,6 +100,7 @@ def report(
         slice_by=slice_by,
         metric=metric,
         metrics=metrics,
+        primary=primary,
         top=top,
         test=test,
         alpha=alpha,

@@ -68,7 +68,7 @@ def paired(data: ReportData) -> str:
             f"<td class='num'>{number(row.p_value, 4)}</td>"
             f"<td class='num'>{number(row.p_adjusted, 4)}</td>"
             f"<td class='num'>{row.wins}/{row.ties}/{row.losses}</td>"
-            f"<td class='num'>{row.n}</td><td class='mark'>{'★' if row.significant else ''}</td>"
+            f"<td class='num'>{row.n}</td><td class='mark'>{_mark(row)}</td>"
             "</tr>"
         )
     head = (["run"] if several else []) + [
@@ -77,9 +77,9 @@ def paired(data: ReportData) -> str:
         data.labels[data.runs[0].run_id],
         "candidate" if several else data.labels[data.runs[-1].run_id],
         "delta",
-        "95% CI",
+        "CI",
         "p",
-        "p_adj (Holm)",
+        "p_adj",
         "W/T/L",
         "n",
         "sig",
@@ -87,12 +87,34 @@ def paired(data: ReportData) -> str:
     n_sig = int(rows["significant"].sum())
     return (
         f"<p class='lead'>Each run against <b>{_label(data, data.runs[0].run_id)}</b> over "
-        f"the queries both answered: {e(result.test)} test, p Holm-adjusted over the whole "
-        f"table, ★ and bold = p_adj &lt; {result.alpha:g} ({n_sig} rows). Delta is candidate "
+        f"the queries both answered: {e(result.test)} test. {_families(result)} "
+        f"Bold = p_adj &lt; {result.alpha:g} ({n_sig} rows). Delta is candidate "
         "minus baseline, green where it is an improvement in the metric's direction; W/T/L "
         "counts queries that improved, tied and worsened.</p>"
         + collapsed(data)
         + (table(head, body, "paired") if body else "<p>Every metric is constant.</p>")
+    )
+
+
+def _mark(row) -> str:
+    """★ a confirmatory row's rejection, ☆ an exploratory row's discovery."""
+    if not row.significant:
+        return ""
+    return "★" if row.family == "confirmatory" else "☆"
+
+
+def _families(result) -> str:
+    """compare's two families, as its table states them (docs/statistics.md)."""
+    primary = ", ".join(e(m) for m in result.primary)
+    confirm = (
+        f"Confirmatory: {primary} over all queries, p_adj Holm across the compared runs, "
+        "its CI at the family's simultaneous level 1 − α/m, ★ = p_adj &lt; α. "
+        if primary
+        else "No confirmatory row (no primary metric compared). "
+    )
+    return (
+        confirm + "Exploratory: every other row, p raw, p_adj Benjamini–Hochberg across them "
+        "(a false discovery rate), a 95% CI per row, ☆ = p_adj &lt; α."
     )
 
 

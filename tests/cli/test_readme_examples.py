@@ -232,7 +232,7 @@ def test_the_first_comparison_is_what_compare_prints(shipped_runs, rag_bench, mo
     """README's numbers are compare's: the same two runs, compared again at the width the
     excerpt was printed at, print those rows."""
     baseline, hybrid = shipped_runs("kestrel-kb")
-    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("COLUMNS", "120")
     out = rag_bench(
         "compare",
         baseline.run_id,

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import require
 from rag_bench.analysis.compare import _statistics
+from rag_bench.analysis.pairing import Pair
 from rag_bench.evaluation.stats import (
     bootstrap_ci,
     bootstrap_cis,
@@ -81,10 +82,11 @@ def test_the_randomization_test_is_the_exact_sign_flip_test(seed, n, zeros):
 
 def test_compare_statistics_are_those_of_each_pair_alone():
     rng = np.random.default_rng(8)
-    pairs = [(rng.random(n), rng.random(n)) for n in (30, 30, 12, 30)]
-    pairs.append((pairs[0][0], pairs[0][0].copy()))  # all tied
-    rows = _statistics(pairs, ["ndcg@10"] * len(pairs), "randomization", 1_000, 2)
-    for (a, b), row in zip(pairs, rows):
+    arrays = [(rng.random(n), rng.random(n)) for n in (30, 30, 12, 30)]
+    arrays.append((arrays[0][0], arrays[0][0].copy()))  # all tied
+    pairs = [Pair("all", "ndcg@10", "a", f"b{i}", a, b) for i, (a, b) in enumerate(arrays)]
+    rows = _statistics(pairs, "randomization", 1_000, 2)
+    for (a, b), row in zip(arrays, rows):
         interval = bootstrap_ci(b - a, resamples=1_000, seed=2)
         assert (row["ci_low"], row["ci_high"]) == pytest.approx(interval, abs=1e-12)
         assert row["p_value"] == paired_p_value(b - a, "randomization", 1_000, 2)

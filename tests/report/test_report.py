@@ -257,7 +257,7 @@ def test_the_paired_table_is_compares_own_numbers(store, data, page):
             f"{row.p_adjusted:.4f}",
             f"{row.wins}/{row.ties}/{row.losses}",
             str(row.n),
-            "★" if row.significant else "",
+            ("★" if row.family == "confirmatory" else "☆") if row.significant else "",
         ]
         assert (marked == "sig") == row.significant
         # the delta's colour reads the metric's direction: a rise of over_refusal is worse
