@@ -233,8 +233,8 @@ def agreement_levels(agreement: Agreement, items: list) -> dict[str, Scored]:
             score,
             np.array(
                 [
-                    unigram_overlap(t, by_id[q].context)
-                    for q, t in zip(claims["query_id"], claims["claim"])
+                    unigram_overlap(text, by_id[q].context)
+                    for q, text in zip(claims["query_id"], claims["claim"])
                 ]
             ),
             list(claims["reason"]),
@@ -247,7 +247,7 @@ def agreement_levels(agreement: Agreement, items: list) -> dict[str, Scored]:
         answers,
         np.array([by_id[q].supported for q in answers], bool),
         np.array([not rows.get_group(q)["judged_supported"].all() for q in answers], bool),
-        np.array([rows.get_group(q)["score"].max() for q in answers], float),
+        np.array([rows.get_group(q)["score"].min() for q in answers], float),
         np.array([unigram_overlap(by_id[q].text, by_id[q].context) for q in answers]),
         ["" for _ in answers],
     )
