@@ -74,6 +74,13 @@ def test_a_cited_document_comes_first_and_touching_excerpts_merge(analyzer):
     assert [c.doc_id for c in got] == ["nas-1", "shop-2"]  # context order
     assert got[1].text == OTHER  # the middle sentence and both neighbours: the whole page
     assert "48 TB" in got[0].text
+    # with one unit per claim, the cited page's best unit wins over a closer unit elsewhere
+    closer = Claim("Returns of the 48 TB drives are free.", ("shop-2",))
+    (only,) = select_evidence([closer], CONTEXT, analyzer, per_claim=1, max_chars=200)
+    assert only.doc_id == "shop-2" and only.text == OTHER
+    uncited = Claim("Returns of the 48 TB drives are free.", ())
+    (only,) = select_evidence([uncited], CONTEXT, analyzer, per_claim=1, max_chars=200)
+    assert only.doc_id == "nas-1" and "48 TB" in only.text
 
 
 def test_the_budget_caps_the_excerpts_but_never_empties_them(analyzer):
