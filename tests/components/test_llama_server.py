@@ -83,6 +83,18 @@ def test_the_llm_judge_reads_every_reply_of_json_mode(llama_server):
     assert usage["requests"] == 2 + usage["malformed_replies"] <= 4
 
 
+def test_with_the_json_schema_every_claim_gets_a_verdict(llama_server):
+    """``json_schema=true``: llama.cpp's server compiles the verdicts' schema into a grammar,
+    so the 135M model's reply always parses: one grade per claim, no repair."""
+    judge = LLMJudge(max_tokens=200, json_schema=True, **HTTP)
+    verdicts = judge.judge_all(QUERIES, CLAIMS, [CONTEXT, CONTEXT])
+    usage = judge.usage()
+    assert usage["requests"] == 2 and usage["malformed_replies"] == 0
+    assert usage["claims_judged"] == 3 and usage["claims_unjudged"] == 0
+    for verdict in (v for answer in verdicts for v in answer):
+        assert verdict.grade in (0, 1, 2) and len(verdict.reason) <= 200
+
+
 def test_without_json_mode_a_malformed_reply_is_sent_back_once(llama_server):
     judge = LLMJudge(max_tokens=160, json_mode=False, **HTTP)
     judge.judge_all(QUERIES, CLAIMS, [CONTEXT, CONTEXT])
