@@ -53,9 +53,7 @@ def test_each_claim_gets_its_closest_units_with_their_neighbours(analyzer):
     assert [(c.doc_id, c.text) for c in got] == [
         (
             "nas-1",
-            "Memory | 2 GB DDR4\n"
-            "Maximum raw capacity | 48 TB (2 × 24 TB drives)\n"
-            "Fan | 1 × 92 mm",
+            "Memory | 2 GB DDR4\nMaximum raw capacity | 48 TB (2 × 24 TB drives)\nFan | 1 × 92 mm",
         ),
         ("ops-4", NOTES),
     ]
