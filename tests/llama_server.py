@@ -62,8 +62,9 @@ def answers(url: str) -> bool:
 class LlamaServer:
     """``python -m llama_cpp.server`` with the packaged model on 127.0.0.1:``port``."""
 
-    def __init__(self, port: int | None = None, log: Path | None = None):
+    def __init__(self, port: int | None = None, log: Path | None = None, n_ctx: int = 2048):
         self.port = port or free_port()
+        self.n_ctx = n_ctx
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
         self.process: subprocess.Popen | None = None
@@ -72,7 +73,7 @@ class LlamaServer:
         command = [
             sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_file()),
             "--model_alias", MODEL_NAME, "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", "2048", "--n_threads", "1", "--seed", "0",
+            "--n_ctx", str(self.n_ctx), "--n_threads", "1", "--seed", "0",
         ]  # fmt: skip
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

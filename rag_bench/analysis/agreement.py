@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from rag_bench.analysis.meta import Scored, unigram_overlap, verdict_score
 from rag_bench.components.base import Capability, Judge
 from rag_bench.components.chunking import WholeDocument
 from rag_bench.data.dataset import Dataset
@@ -23,7 +24,8 @@ from rag_bench.model import Claim, Query
 
 @dataclass(frozen=True)
 class Agreement:
-    claims: pd.DataFrame  # query_id, claim, gold_supported, judged_supported, grade, reason
+    claims: pd.DataFrame  # query_id, claim, gold_supported, judged_supported, grade, score,
+    # reason
     judge: str
 
     def stats(self) -> dict:
@@ -76,6 +78,7 @@ def judge_agreement(dataset: Dataset, judge: Judge, analyzer, judge_name: str) -
                     "gold_supported": label,
                     "judged_supported": bool(verdict.supported),
                     "grade": verdict.grade,
+                    "score": verdict_score(verdict),
                     "reason": verdict.reason,
                 }
             )
@@ -172,11 +175,16 @@ def assess_judge(
     alpha: float = 0.05,
     resamples: int = 1000,
     seed: int = 0,
+    rejudge: bool = True,
 ) -> dict:
     """Agreement of a judge with the labelled claims, and (``meta``) the meta-evaluation table
     per claim and per answer beside the baselines; with a run's claims (judged by the same
-    judge), also the prediction-powered interval of that run's true supported share."""
-    from rag_bench.analysis.meta import meta_evaluate
+    judge), also the prediction-powered interval of that run's true supported share.
+
+    ``rejudge=False`` builds the meta table from the agreement's own verdicts (each answer's
+    labelled claims judged together, with their citations, once) instead of judging every
+    answer and every claim alone again: a third of the requests for an LLM judge."""
+    from rag_bench.analysis.meta import evaluate_levels, meta_evaluate
     from rag_bench.components.registry import VariantSpec, build, resolve
 
     check_number("alpha", alpha, 0, 1, open_low=True, open_high=True)
@@ -185,7 +193,12 @@ def assess_judge(
     built = build("judge", resolved["judge"])
     agreement = judge_agreement(dataset, built, build("analyzer", resolved["analyzer"]), judge)
     report = {"judge": resolved["judge"], "dataset": dataset.name, **agreement.stats()}
-    report["meta"] = meta_evaluate(dataset_items(dataset), built, judge, (), resamples, seed)
+    items = dataset_items(dataset)
+    if rejudge:
+        report["meta"] = meta_evaluate(items, built, judge, (), resamples, seed)
+    else:
+        levels = agreement_levels(agreement, items)
+        report["meta"] = evaluate_levels(levels, judge, len(items), None, resamples, seed)
     if run_claims is not None:
         judged = run_claims.dropna(subset=["supported"])
         used = set(judged["judge"].dropna())
@@ -202,6 +215,43 @@ def assess_judge(
             alpha,
         )
     return report
+
+
+def agreement_levels(agreement: Agreement, items: list) -> dict[str, Scored]:
+    """The agreement's verdicts as scored claims and answers (an answer is flagged when one of
+    its judged claims is, scored by its lowest claim), with each text's unigram overlap with
+    its context, for :func:`evaluate_levels`."""
+    by_id = {item.id: item for item in items}
+    claims = agreement.claims
+    score = claims["score"].fillna(claims["grade"] / 2).to_numpy(float)
+    levels = {
+        "claim": Scored(
+            list(claims["query_id"]),
+            list(claims["query_id"]),
+            claims["gold_supported"].to_numpy(bool),
+            ~claims["judged_supported"].to_numpy(bool),
+            score,
+            np.array(
+                [
+                    unigram_overlap(text, by_id[q].context)
+                    for q, text in zip(claims["query_id"], claims["claim"])
+                ]
+            ),
+            list(claims["reason"]),
+        )
+    }
+    answers = list(dict.fromkeys(claims["query_id"]))
+    rows = claims.assign(score=score).groupby("query_id", sort=False)
+    levels["answer"] = Scored(
+        answers,
+        answers,
+        np.array([by_id[q].supported for q in answers], bool),
+        np.array([not rows.get_group(q)["judged_supported"].all() for q in answers], bool),
+        np.array([rows.get_group(q)["score"].min() for q in answers], float),
+        np.array([unigram_overlap(by_id[q].text, by_id[q].context) for q in answers]),
+        ["" for _ in answers],
+    )
+    return levels
 
 
 def dataset_items(dataset: Dataset) -> list:

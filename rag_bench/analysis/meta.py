@@ -287,7 +287,21 @@ def meta_evaluate(
     """The judge and both baselines on every level of the items, with intervals."""
     levels = score_items(items, judge)
     calibrated = score_items(calibration, _NoJudge()) if calibration else {}
-    report: dict = {"judge": judge_name, "n_items": len(items), "levels": {}}
+    return evaluate_levels(levels, judge_name, len(items), calibrated, resamples, seed)
+
+
+def evaluate_levels(
+    levels: dict[str, Scored],
+    judge_name: str,
+    n_items: int,
+    calibrated: dict[str, Scored] | None = None,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> dict:
+    """The meta-evaluation report of items already scored by the judge, by level: the judge
+    beside the constant and overlap baselines, with bootstrap intervals over the groups."""
+    calibrated = calibrated or {}
+    report: dict = {"judge": judge_name, "n_items": n_items, "levels": {}}
     for level, scored in levels.items():
         overlap_flag, how = overlap_flags(scored, calibrated.get(level), seed)
         scorers = {

@@ -173,3 +173,22 @@ def test_answers_are_split_into_claims_and_flagged_by_any(tmp_path):
     answers = report["levels"]["answer"]
     assert answers["n"] == 2 and report["levels"]["claim"]["n"] == 1
     assert answers["scorers"]["lexical"]["kappa"]["value"] == 1.0  # a2 flagged, a1 not
+
+
+def test_one_pass_table_equals_rejudging_for_a_judge_of_each_claim_alone():
+    """``assess_judge(rejudge=False)`` builds the table from judge-agreement's own verdicts. The
+    lexical judge grades every claim on its own, so judging each answer's claims together once
+    must give exactly the table of judging every answer and every claim again."""
+    from rag_bench.analysis.agreement import assess_judge
+    from rag_bench.data.dataset import load_dataset
+
+    dataset = load_dataset("kestrel-kb")
+    again = assess_judge(dataset, "lexical", (), resamples=50)["meta"]
+    once = assess_judge(dataset, "lexical", (), resamples=50, rejudge=False)["meta"]
+    assert once["levels"].keys() == again["levels"].keys() == {"claim", "answer"}
+    for level in ("claim", "answer"):
+        assert once["levels"][level]["n"] == again["levels"][level]["n"]
+        for scorer in ("lexical", "overlap", "constant"):
+            ours, theirs = once["levels"][level]["scorers"], again["levels"][level]["scorers"]
+            same = json.dumps(ours[scorer]) == json.dumps(theirs[scorer])
+            assert same, (level, scorer, ours[scorer], theirs[scorer])

@@ -1,25 +1,31 @@
 """The OpenAI-compatible path against a real server: llama.cpp's ``llama_cpp.server`` with the
 packaged SmolLM2-135M on 127.0.0.1 (``.ci/run`` starts it; else the ``llama_server`` fixture
 does). The ``openai`` generator, the ``llm`` judge and the ``llm_relevance`` judge talk to it:
-chat completions, JSON mode, the repair of a malformed reply, concurrent requests (a server
-killed mid-run and ``--resume`` are tested against the fake one in
-tests/experiment/test_robustness_resume.py). tests/components/test_llm.py
+chat completions, JSON mode, the repair of a malformed reply, concurrent requests, and a server
+killed mid-run, then ``--resume`` asking no answered query again. tests/components/test_llm.py
 keeps the fake server for what a real one cannot produce on demand (429 storms, huge bodies).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import require
-from llama_server import MODEL_NAME
+from conftest import SHIPPED, require
+from llama_server import MODEL_NAME, LlamaServer
+from rag_bench.components.openai.client import EndpointError
 from rag_bench.components.openai.components import OpenAIGenerator
 from rag_bench.components.openai.judge import LLMJudge, LLMRelevanceJudge
+from rag_bench.experiment.runner import Selection, resume_run, run_variant
 from rag_bench.model import Chunk, Query
+from rag_bench.pipeline import compose
 from rag_bench.runs import open_runs
 from rag_bench.text.claims import split_claims
 
@@ -77,6 +83,18 @@ def test_the_llm_judge_reads_every_reply_of_json_mode(llama_server):
     assert usage["requests"] == 2 + usage["malformed_replies"] <= 4
 
 
+def test_with_the_json_schema_every_claim_gets_a_verdict(llama_server):
+    """``json_schema=true``: llama.cpp's server compiles the verdicts' schema into a grammar,
+    so the 135M model's reply always parses: one grade per claim, no repair."""
+    judge = LLMJudge(max_tokens=200, json_schema=True, **HTTP)
+    verdicts = judge.judge_all(QUERIES, CLAIMS, [CONTEXT, CONTEXT])
+    usage = judge.usage()
+    assert usage["requests"] == 2 and usage["malformed_replies"] == 0
+    assert usage["claims_judged"] == 3 and usage["claims_unjudged"] == 0
+    for verdict in (v for answer in verdicts for v in answer):
+        assert verdict.grade in (0, 1, 2) and len(verdict.reason) <= 200
+
+
 def test_without_json_mode_a_malformed_reply_is_sent_back_once(llama_server):
     judge = LLMJudge(max_tokens=160, json_mode=False, **HTTP)
     judge.judge_all(QUERIES, CLAIMS, [CONTEXT, CONTEXT])
@@ -132,3 +150,100 @@ def test_a_run_with_two_workers_and_the_llm_relevance_judge(llama_server, tmp_pa
     assert judged["requests"] >= judged["answers_graded"] + judged["answers_unjudged"]
     answers = open_runs(runs).queries([stored.run_id])["answer"]
     assert len(answers) == 4 and answers.str.strip().str.len().gt(0).all()
+
+
+class CountingProxy:
+    """A loopback proxy in front of the real server that records the body of every request the
+    server answered (HTTP 200) and, after ``kill_after`` answers, kills the server: it dies
+    between two queries of a run, as a crashed server would. While the server is down the proxy
+    answers 502."""
+
+    def __init__(self, server: LlamaServer, kill_after: int):
+        self.server, self.kill_after = server, kill_after
+        self.answered: list[str] = []
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers["content-length"]))
+                status, data = proxy.forward(self.path, body)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+        threading.Thread(target=self.http.serve_forever, args=(0.02,), daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+
+    def forward(self, path: str, body: bytes) -> tuple[int, bytes]:
+        target = f"http://127.0.0.1:{self.server.port}{path}"
+        request = urllib.request.Request(target, body, {"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=600) as reply:
+                data = reply.read()
+        except OSError as error:
+            return 502, json.dumps({"error": {"message": f"server down: {error}"}}).encode()
+        canonical = json.dumps(json.loads(body), sort_keys=True)
+        with self.lock:
+            self.answered.append(canonical)
+            if len(self.answered) == self.kill_after:
+                self.server.kill()
+        return 200, data
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+@pytest.mark.signals
+def test_a_server_killed_mid_run_then_resume_asks_no_answered_query_again(
+    real_smollm2, tmp_path, monkeypatch
+):
+    """Four queries in checkpoint blocks of two. The real server is SIGKILLed right after its
+    third answer: queries 1-2 are checkpointed, query 3 was answered (and its reply cached) but
+    not checkpointed, query 4 finds the server dead and the run stops naming the resume. A new
+    server on the same port, ``resume_run``: query 3 comes from the request cache, only query 4
+    is sent; the proxy saw every answered request exactly once."""
+    monkeypatch.setattr(compose, "BATCH", 2)
+    monkeypatch.setenv("RAG_BENCH_CACHE_DIR", str(tmp_path / "cache"))
+    server = LlamaServer(log=tmp_path / "server.log", n_ctx=1024).start()
+    proxy = CountingProxy(server, kill_after=3)
+    monkeypatch.setenv("OPENAI_BASE_URL", proxy.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "no-key")
+    runs = tmp_path / "runs"
+    overrides = [
+        "generator.name=openai", f"generator.model={MODEL_NAME}", "generator.max_tokens=8",
+        "generator.context_k=1", "generator.concurrency=1", "generator.max_retries=1",
+        "generator.retry_backoff=0", "generator.timeout=600",
+    ]  # fmt: skip
+    selection = Selection(tag="smoke", sample=4, seed=1)
+    try:
+        with pytest.raises(EndpointError) as stopped:
+            run_variant("baseline", SHIPPED, overrides=overrides, selection=selection,
+                        runs_dir=runs, cache_dir=tmp_path / "index")  # fmt: skip
+        assert "then resume with `rag-bench run --resume" in str(stopped.value)
+        assert "(2 of 4 queries are checkpointed)" in str(stopped.value)
+        assert len(proxy.answered) == 3 and server.process.poll() is not None
+
+        again = LlamaServer(port=server.port, log=tmp_path / "server.log", n_ctx=1024).start()
+        try:
+            run_id = open_runs(runs).find_checkpoint("")[1].run_id
+            resumed = resume_run(run_id, runs_dir=runs, cache_dir=tmp_path / "index")
+        finally:
+            again.stop()
+    finally:
+        server.kill()
+        proxy.close()
+    usage = resumed.manifest["usage"]["generator"]
+    assert resumed.manifest["resumed"]["queries_from_checkpoint"] == 2
+    assert usage["cached_requests"] == 1  # query 3: answered before the kill, not re-sent
+    assert len(proxy.answered) == 4 and len(set(proxy.answered)) == 4  # nothing asked twice
+    answers = open_runs(runs).queries([resumed.run_id])["answer"]
+    assert len(answers) == 4

@@ -2,7 +2,11 @@
 
 One request per answer carries the question, the numbered context passages (fenced as untrusted
 data, with an instruction to ignore any instructions inside them) and the numbered claims. The
-model must reply with one strict JSON object::
+passages are the claims' evidence, not the whole context: for each claim the best excerpt of
+each document it cites and the excerpts most similar to it (``evidence_k`` per claim, at most
+``evidence_chars`` characters per request; see :mod:`rag_bench.components.evidence`), so a
+request's size follows its claims, not the documents retrieved. ``evidence_k=0`` sends the
+whole context. The model must reply with one strict JSON object::
 
     {"verdicts": [{"claim_id": 1, "grade": 0|1|2, "supporting_passages": [2], "reason": "..."}]}
 
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_bench.components.base import Capability, Judge
+from rag_bench.components.evidence import select_evidence
 from rag_bench.components.judges import check_grade
 from rag_bench.components.openai.client import (
     INSTALL,
@@ -41,7 +46,8 @@ from rag_bench.components.openai.client import (
     untrusted,
 )
 from rag_bench.components.registry import component
-from rag_bench.errors import UsageError
+from rag_bench.data.dataset import Dataset
+from rag_bench.errors import UsageError, check_number
 from rag_bench.model import Chunk, Claim, Query, Relevance, Verdict
 
 JUDGE_SYSTEM = """\
@@ -75,6 +81,58 @@ detail the question names).
 phone number was asked, a price when a date was asked), another subject, or nothing definite.
 Reply with only one JSON object, no other text, of the form:
 {"grade": <0, 1 or 2>, "reason": "<one short sentence>"}"""
+
+REASON_CHARS = 200  # the longest reason a JSON schema allows
+RELEVANCE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "grade": {"enum": [0, 1, 2]},
+        "reason": {"type": "string", "maxLength": REASON_CHARS},
+    },
+    "required": ["grade", "reason"],
+    "additionalProperties": False,
+}
+
+
+def verdicts_schema(n_claims: int, n_passages: int) -> dict:
+    """The JSON schema of a reply with exactly one verdict per claim, in claim order: grades
+    0-2, passage numbers 1..n_passages, a short reason."""
+
+    numbers = list(range(1, n_passages + 1))
+
+    def verdict(claim_id: int) -> dict:
+        return {
+            "type": "object",
+            "properties": {
+                "claim_id": {"const": claim_id},
+                "grade": {"enum": [0, 1, 2]},
+                "supporting_passages": {
+                    "type": "array",
+                    "items": {"enum": numbers} if numbers else {"type": "integer"},
+                    "maxItems": n_passages,
+                },
+                "reason": {"type": "string", "maxLength": REASON_CHARS},
+            },
+            "required": ["claim_id", "grade", "supporting_passages", "reason"],
+            "additionalProperties": False,
+        }
+
+    items = [verdict(i) for i in range(1, n_claims + 1)]
+    return {
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "array",
+                "prefixItems": items,
+                "items": False,
+                "minItems": n_claims,
+                "maxItems": n_claims,
+            }
+        },
+        "required": ["verdicts"],
+        "additionalProperties": False,
+    }
+
 
 FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 
@@ -198,9 +256,12 @@ def _parsed(parse, reply: str) -> tuple[Any, str]:
 )
 class LLMJudge(EndpointComponent, Judge):
     """Grades 2 (fully), 1 (partly) or 0 (not supported); a claim counts as supported from grade
-    ``supported_at`` on, and is then supported by the passages the model named."""
+    ``supported_at`` on, and is then supported by the passages the model named. Each request
+    shows the claims' evidence: ``evidence_k`` excerpts per claim (the best of each document it
+    cites, then the most similar), at most ``evidence_chars`` characters; 0 sends the whole
+    context."""
 
-    capabilities = frozenset({Capability.BATCH, Capability.METERED})
+    capabilities = frozenset({Capability.PREPARE, Capability.BATCH, Capability.METERED})
     where = "judge"
 
     def __init__(
@@ -211,6 +272,9 @@ class LLMJudge(EndpointComponent, Judge):
         supported_at: int = 1,
         max_tokens: int = 800,
         json_mode: bool = True,
+        json_schema: bool = False,
+        evidence_k: int = 3,
+        evidence_chars: int = 2000,
         **http,
     ):
         if repeats < 1:
@@ -218,6 +282,11 @@ class LLMJudge(EndpointComponent, Judge):
         if not 0 <= repeat_temperature <= 2:
             raise UsageError(f"judge.repeat_temperature={repeat_temperature}", "use 0..2")
         check_grade(supported_at)
+        check_number("judge.evidence_k", evidence_k, 0, whole=True)
+        check_number("judge.evidence_chars", evidence_chars, 1, whole=True)
+        self.evidence_k, self.evidence_chars = evidence_k, evidence_chars
+        self.json_schema = json_schema
+        self.analyzer: Any = None  # the run's analyzer (prepare): it ranks the evidence
         self.model, self.repeats, self.supported_at = model, repeats, supported_at
         self.repeat_temperature, self.max_tokens, self.json_mode = (
             repeat_temperature,
@@ -228,7 +297,14 @@ class LLMJudge(EndpointComponent, Judge):
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
 
+    def prepare(self, dataset: Dataset | None, chunks: Sequence[Chunk], analyzer) -> None:
+        self.analyzer = analyzer
+
     # --- requests ------------------------------------------------------------------------
+
+    def evidence(self, claims: Sequence[Claim], context: Sequence[Chunk]) -> list[Chunk]:
+        """The passages the claims are judged against (see the module docstring)."""
+        return select_evidence(claims, context, self.analyzer, self.evidence_k, self.evidence_chars)
 
     def messages(self, query: Query, claims: Sequence[Claim], context: Sequence[Chunk]):
         numbered = "\n".join(f"{i}. {untrusted(c.text)}" for i, c in enumerate(claims, 1))
@@ -241,7 +317,9 @@ class LLMJudge(EndpointComponent, Judge):
             {"role": "user", "content": user},
         ]
 
-    def _params(self, repeat: int) -> dict:
+    def _params(self, repeat: int, schema: dict | None = None) -> dict:
+        """The request's parameters; with ``json_mode`` and ``json_schema``, ``schema`` goes in
+        ``response_format`` (llama.cpp's server compiles it into a grammar)."""
         params: dict = {"max_tokens": self.max_tokens}
         if self.repeats > 1:
             params.update(temperature=self.repeat_temperature, seed=repeat)
@@ -249,6 +327,8 @@ class LLMJudge(EndpointComponent, Judge):
             params["temperature"] = 0
         if self.json_mode:
             params["response_format"] = {"type": "json_object"}
+            if self.json_schema and schema is not None:
+                params["response_format"]["schema"] = schema
         return params
 
     def _ask(self, query, claims, context, repeat: int) -> tuple[dict[int, _Grade], str]:
@@ -263,7 +343,8 @@ class LLMJudge(EndpointComponent, Judge):
 
         wanted = f"the JSON object, one verdict for each of the {len(claims)} claims"
         messages = self.messages(query, claims, context)
-        return self._reply(messages, self._params(repeat), parse, wanted, merge)
+        params = self._params(repeat, verdicts_schema(len(claims), len(context)))
+        return self._reply(messages, params, parse, wanted, merge)
 
     def _reply(
         self, messages, params: dict, parse, wanted: str, merge=lambda first, repaired: repaired
@@ -308,9 +389,13 @@ class LLMJudge(EndpointComponent, Judge):
         jobs = [
             (i, r) for i, claims in enumerate(claims_lists) if claims for r in range(self.repeats)
         ]
+        evidence = [
+            self.evidence(claims, context) if claims else []
+            for claims, context in zip(claims_lists, contexts)
+        ]
         replies = self.client.map(
             lambda job: self._ask(
-                queries[job[0]], list(claims_lists[job[0]]), list(contexts[job[0]]), job[1]
+                queries[job[0]], list(claims_lists[job[0]]), evidence[job[0]], job[1]
             ),
             jobs,
         )
@@ -318,7 +403,7 @@ class LLMJudge(EndpointComponent, Judge):
         for (i, _), reply in zip(jobs, replies):
             by_answer.setdefault(i, []).append(reply)
         return [
-            self._combine(claims_lists[i], list(contexts[i]), by_answer.get(i, []))
+            self._combine(claims_lists[i], evidence[i], by_answer.get(i, []))
             for i in range(len(claims_lists))
         ]
 
@@ -431,7 +516,7 @@ class LLMRelevanceJudge(LLMJudge):
             messages = self.relevance_messages(queries[i], answers[i])
             return self._reply(
                 messages,
-                self._params(repeat),
+                self._params(repeat, RELEVANCE_SCHEMA),
                 lambda reply: (parse_relevance(reply), ""),
                 'the JSON object {"grade": 0, 1 or 2, "reason": "..."}',
             )
