@@ -80,6 +80,13 @@ def isolated_cache(tmp_path_factory):
         yield
 
 
+@pytest.fixture(autouse=True)
+def no_width(monkeypatch):
+    """No ``$COLUMNS`` unless a test sets one: pytest-xdist's workers inherit ``COLUMNS=80``,
+    which would wrap the warnings a test reads as one line."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture(scope="module")
 def index_cache(tmp_path_factory):
     """An index cache shared by the runs of one test module (built once, reused)."""

@@ -96,14 +96,12 @@ def fit_line(text: str) -> str:
 
 
 def warn(text: str) -> None:
-    """A warning or note on standard error, wrapped like a table's lines when someone reads it
-    at a width (``$COLUMNS`` set, or standard error a terminal); on one line into a pipe or a
-    log, where a search for it must find it whole."""
+    """A warning or note on standard error, wrapped like a table's lines when a width is asked
+    for (``$COLUMNS`` set); otherwise on one line, which a terminal folds by itself and a search
+    of a pipe or a log finds whole."""
     import click
 
-    at_width = os.environ.get("COLUMNS", "").isdigit() or (
-        sys.stderr is not None and sys.stderr.isatty()
-    )
+    at_width = os.environ.get("COLUMNS", "").isdigit()
     click.echo(fit_line(text) if at_width else text, err=True)
 
 
