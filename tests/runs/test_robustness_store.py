@@ -333,6 +333,7 @@ class CountingEncoder(Encoder):
 def test_embedding_a_big_corpus_is_checkpointed_block_by_block(tmp_path, monkeypatch):
     monkeypatch.setitem(registry().components, ("encoder", "counting"), CountingEncoder.spec)
     monkeypatch.setattr(compose, "EMBED_BLOCK", 98)  # rounded up to whole batches of 4: 100
+    monkeypatch.setattr(compose, "EMBED_BLOCKS", 1)  # blocks of EMBED_BLOCK, however few
     monkeypatch.setattr(CountingEncoder, "calls", [])
     data = load_dataset(SHIPPED)
     cache = Cache(tmp_path / "cache")
