@@ -192,6 +192,7 @@ def compare_on_beir(args) -> int:
         named = (None, args.beir) if bare else (args.beir, None)
         folder = find_dataset(*named, work / "datasets")
         load_before = os.getloadavg()[0]
+        documents = len((folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
         runs = beir_runs(folder, work, args.sample, args.max_seq_length)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -202,7 +203,7 @@ def compare_on_beir(args) -> int:
         "source": source(),
         "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
         "dataset": folder.name,
-        "documents": sum(1 for line in open(folder / "corpus.jsonl") if line.strip()),
+        "documents": documents,
         "sample": args.sample,
         "max_seq_length": args.max_seq_length,
         "configurations": [f"{e}-{w}" for e, w in CONFIGURATIONS],
