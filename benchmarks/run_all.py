@@ -21,6 +21,8 @@ BENCHMARKS = (
     "bench_store.py",
     "bench_compare.py",
     "bench_scaling.py",
+    "bench_embed.py",  # needs the models extra (make models)
+    "bench_dense_memory.py",
     "bench_refuse.py",
     # judges × public human-labelled sets (README's last section); fetches the sets once
     "judge_table.py",
