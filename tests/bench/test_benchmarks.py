@@ -195,9 +195,8 @@ def test_refuse_compares_files_of_one_size_and_refuses_for_real(tmp_path):
 def test_dense_memory_steps_build_one_matrix_and_search_it(tmp_path):
     """bench_dense_memory's children: the pipeline's block-by-block fill and the former
     list-then-stack give the same float32 unit vectors; both searches run on them."""
-    import numpy as np
-
     import bench_dense_memory as memory
+    import numpy as np
 
     n = 2 * memory.BLOCK + 7  # three blocks, the last one short
     filled, stacked = tmp_path / "filled", tmp_path / "stacked"
