@@ -111,6 +111,8 @@ def main() -> None:
     print(f"sentence-transformers encode: {st:.2f} s ({len(texts) / st:.0f} texts/s)")
     print(f"rag-bench minilm index:       {ours:.2f} s ({len(texts) / ours:.0f} texts/s)")
     print(f"ratio rag-bench / ST: {ours / st:.3f}; largest difference {difference:.1e}")
+    name = "embed-quick.json" if args.quick else "embed.json"
+    write_results(results, RESULTS_DIR / name)  # kept should the parallel part fail
     if args.workers > 1:
         torch.set_num_threads(torch_default_threads)
         results["parallel"] = parallel(model, dataset, config, texts, args.workers, rounds)
@@ -119,12 +121,28 @@ def main() -> None:
     write_results(results, RESULTS_DIR / name)
 
 
+def start_ray(ray: RayExecutor, attempts: int = 3) -> None:
+    """Start the local Ray instance; on a loaded machine its raylet can miss Ray's own 30 s
+    start-up deadline, so try again (the time is not measured)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.start()
+            return
+        except Exception as error:  # Ray's start-up raises a bare Exception
+            ray.close()
+            ray.ray.shutdown()
+            if attempt == attempts:
+                raise
+            print(f"Ray did not start ({str(error)[:80]}); trying again", flush=True)
+
+
 def parallel(model, dataset, config: dict, texts: list[str], workers: int, rounds: int) -> dict:
     """Wall seconds of ST's process pool, rag-bench's threads and its Ray tasks, N workers each,
     on ``texts`` (the chunks ``config`` makes of ``dataset``)."""
     pool = model.start_multi_process_pool(["cpu"] * workers)
     ray = RayExecutor(workers=workers)
     try:
+        start_ray(ray)
         model.encode(texts[: 64 * workers], batch_size=BATCH, pool=pool)  # warm-up
         Pipeline(config, Cache(None)).index(dataset, ray)  # the workers load the model
         seconds: dict[str, list[float]] = {"st_pool": [], "threads": [], "ray": []}

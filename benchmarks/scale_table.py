@@ -12,6 +12,7 @@ measured growth per chunk.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 
@@ -25,7 +26,10 @@ def hours(seconds: float) -> str:
 
 
 def main() -> None:
-    embed = json.loads((RESULTS_DIR / "embed.json").read_text())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--embed", default="embed.json", help="bench_embed's results file")
+    args = parser.parse_args()
+    embed = json.loads((RESULTS_DIR / args.embed).read_text())
     memory = json.loads((RESULTS_DIR / "dense-memory.json").read_text())
     parallel = embed["parallel"]
     texts = embed["texts"]

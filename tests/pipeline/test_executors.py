@@ -263,3 +263,20 @@ def test_minilm_embeds_the_same_bits_with_one_worker_two_threads_and_ray(
     for name in ("threads", "ray"):
         assert np.array_equal(stored[name], stored["one"]), name
         assert_same_traces(runs["one"], runs[name])
+
+
+@pytest.mark.ray
+def test_a_local_ray_that_times_out_starting_is_one_usage_error(monkeypatch):
+    """Ray's own start-up deadline raises a bare Exception (seen on a loaded machine)."""
+    require("ray", "pip install 'rag-bench[ray]'")
+    from rag_bench.pipeline.executors import RayExecutor
+
+    executor = RayExecutor(workers=1)
+
+    def late(**options):
+        raise Exception("The current node timed out during startup. This could happen ...")
+
+    monkeypatch.setattr(executor.ray, "init", late)
+    monkeypatch.setattr(executor.ray, "is_initialized", lambda: False)
+    with pytest.raises(UsageError, match="cannot start or reach Ray at this machine: The current"):
+        executor.start()
