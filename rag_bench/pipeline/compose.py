@@ -35,9 +35,12 @@ from rag_bench.pipeline.executors import Executor, LocalExecutor
 from rag_bench.text.claims import split_claims, strip_markers
 
 BATCH = 32  # queries per task of the executor (and per call of generate_all, judge_all)
-# corpus texts per checkpointed block when embedding with an encoder declaring
-# INDEPENDENT_EMBEDDINGS
-EMBED_BLOCK = 4096
+# Embedding with an encoder declaring INDEPENDENT_EMBEDDINGS: the corpus is cut into at least
+# EMBED_BLOCKS blocks (so a few workers share the work evenly), of at most EMBED_BLOCK texts
+# (one executor task, one checkpoint each), in whole batches of the encoder. The size depends
+# on the corpus and the batch size only, never on the executor or its workers.
+EMBED_BLOCK = 1024
+EMBED_BLOCKS = 32
 
 
 class AnswerCheckpoint(Protocol):
@@ -185,6 +188,9 @@ class Pipeline:
             retriever is self.dense
             and Capability.INDEPENDENT_EMBEDDINGS in self.dense.encoder.capabilities
         )
+        if blockwise:  # how the corpus is cut into requests changes the embeddings' last bits
+            size = self._block_size(retriever.encoder, len(texts))
+            material["blocks"] = {"size": size, "order": "length"}
 
         def fit():
             if blockwise:
@@ -200,6 +206,9 @@ class Pipeline:
         _, hit = self.cache.fetch(retriever.stage, material, fit, lambda r, f: r.save(f), load)
         if blockwise and not hit:
             self.cache.blocks(retriever.stage, material).discard()
+            stored = self.cache.stored(retriever.stage, material)
+            if stored is not None:  # search reads the stored copy, mapped, not the one built
+                retriever.map_embeddings(stored)
         if retriever is self.dense and not isinstance(self.dense.index, ExactIndex):
             hit = self._build_index(material) and hit
         return hit
@@ -245,35 +254,47 @@ class Pipeline:
     def _embed_in_blocks(
         self, index, texts: list[str], material: dict, executor: Executor, progress=None
     ) -> None:
-        """Embed the corpus ``EMBED_BLOCK`` texts at a time, keeping each finished block in the
-        cache, so an interrupted indexing of a big corpus resumes from the last finished block.
-        Blocks are a whole number of the encoder's batches: the requests, and so the
-        embeddings, are the same as in one pass. Blocks not in the cache are embedded through
-        the executor (on a Ray cluster: in parallel, on the workers), shown by ``progress``
-        when there are several."""
+        """Embed the corpus in blocks (see ``EMBED_BLOCKS``), each block a task of the
+        executor (threads here, tasks on the workers of a Ray cluster), keeping each finished
+        block in the cache, so an interrupted indexing of a big corpus resumes from the last
+        finished block; ``progress`` shows the blocks when there are several.
+
+        The texts go into blocks longest first (a stable sort by length in characters), so a
+        batch pads its texts to similar lengths, as ``SentenceTransformer.encode`` does for one
+        list; each embedding lands in its chunk's row. A block is a whole number of the
+        encoder's batches and the blocks do not depend on the executor or its workers: every
+        request, and so every embedding, is the same whoever computes it."""
         encoder = index.encoder
-        size = math.ceil(EMBED_BLOCK / encoder.batch_size) * encoder.batch_size
+        size = self._block_size(encoder, len(texts))
         blocks = self.cache.blocks(index.stage, material)
-        parts: list[np.ndarray | None] = []
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        spans = [order[start : start + size] for start in range(0, len(texts), size)]
+        into = _Rows(len(texts))
         missing = []
-        for number, start in enumerate(range(0, len(texts), size)):
-            part = texts[start : start + size]
+        for number, rows in enumerate(spans):
             vectors = blocks.load(number)
-            if vectors is None or vectors.shape[0] != len(part):
-                missing.append((number, part))
-                vectors = None
-            parts.append(vectors)
-        work = [part for _, part in missing]
+            if vectors is None or vectors.shape[0] != len(rows):
+                missing.append(number)
+            else:
+                into.put(rows, vectors)
+        work = [[texts[i] for i in spans[number]] for number in missing]
         found = executor.map(_embed_block, (encoder, self.analyzer), work)
         if progress is not None and len(work) > 1:
-            found = progress(_Sized(found, len(work)))
+            found = progress(_Sized(found, len(work), "embedded"))
         for position, (vectors, counted) in enumerate(found):
-            number = missing[position][0]
+            number = missing[position]
             if executor.isolated:
                 _absorb({"encoder": encoder}, counted)
             blocks.save(number, vectors)
-            parts[number] = vectors
-        index.embeddings = np.vstack(parts)  # type: ignore[arg-type]  # every block is filled now
+            into.put(spans[number], vectors)
+        index.embeddings = into.rows if into.rows is not None else np.zeros((0, 0), np.float32)
+
+    @staticmethod
+    def _block_size(encoder, n: int) -> int:
+        """Texts per block of a corpus of ``n``: ``n / EMBED_BLOCKS``, at most ``EMBED_BLOCK``,
+        rounded up to whole batches of the encoder."""
+        size = min(EMBED_BLOCK, math.ceil(n / EMBED_BLOCKS))
+        return max(1, math.ceil(size / encoder.batch_size)) * encoder.batch_size
 
     def _metered(self) -> dict[str, Any]:
         """The components that call paid services (declaring METERED), by slot."""
@@ -559,11 +580,28 @@ class Pipeline:
         return graded
 
 
-class _Sized:
-    """An iterator that knows its length (for a progress bar over blocks)."""
+class _Rows:
+    """The corpus embeddings, filled block by block into one array allocated at the first
+    block (its width and dtype are the encoder's), so they are never held twice (a list of
+    blocks, then their concatenation)."""
 
-    def __init__(self, items, length: int):
-        self.items, self.length = items, length
+    def __init__(self, n: int):
+        self.n = n
+        self.rows: np.ndarray | None = None
+
+    def put(self, rows: list[int], vectors: np.ndarray) -> None:
+        """``vectors[j]`` is the embedding of chunk ``rows[j]``."""
+        vectors = np.asarray(vectors)
+        if self.rows is None:
+            self.rows = np.empty((self.n, *vectors.shape[1:]), dtype=vectors.dtype)
+        self.rows[rows] = vectors
+
+
+class _Sized:
+    """An iterator that knows its length and what its blocks are (for a progress bar)."""
+
+    def __init__(self, items, length: int, what: str = "answered"):
+        self.items, self.length, self.what = items, length, what
 
     def __iter__(self):
         return iter(self.items)

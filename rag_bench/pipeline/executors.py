@@ -141,11 +141,13 @@ class RayExecutor:
                 options["num_cpus"] = self.workers or os.cpu_count() or 1
             try:
                 ray.init(**options)
-            except (ConnectionError, ValueError, RuntimeError) as error:
+            except Exception as error:  # also a bare Exception: a raylet too slow to start
+                ray.shutdown()  # what the attempt started
                 raise UsageError(
                     f"cannot start or reach Ray at {self.address or 'this machine'}: "
                     f"{first_line(error)}",
-                    "check --address (e.g. ray://head:10001 or auto) and that the cluster runs",
+                    "check --address (e.g. ray://head:10001 or auto) and that the cluster runs; "
+                    "a local instance that timed out on a busy machine may start when tried again",
                 ) from None
             self.started_here = True
         self.workers = self.workers or int(ray.cluster_resources().get("CPU", 1))

@@ -190,3 +190,22 @@ def test_refuse_compares_files_of_one_size_and_refuses_for_real(tmp_path):
         bench_refuse.refuse(valid)
     result = bench_refuse.benchmark(100_000, repeat=1)
     assert result["cases"]["rag-bench parse (valid file)"]["vs_parse"] == 1.0
+
+
+def test_dense_memory_steps_build_one_matrix_and_search_it(tmp_path):
+    """bench_dense_memory's children: the pipeline's block-by-block fill and the former
+    list-then-stack give the same float32 unit vectors; both searches run on them."""
+    import bench_dense_memory as memory
+    import numpy as np
+
+    n = 2 * memory.BLOCK + 7  # three blocks, the last one short
+    filled, stacked = tmp_path / "filled", tmp_path / "stacked"
+    for step, folder in (("build", filled), ("build-stacked", stacked)):
+        folder.mkdir()
+        memory.child(step, n, folder)
+    matrix = np.load(filled / "embeddings.npy")
+    assert matrix.dtype == np.float32 and matrix.shape == (n, memory.DIMS)
+    assert np.array_equal(matrix, np.load(stacked / "embeddings.npy"))
+    np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, rtol=1e-5)
+    for step in ("search-mapped", "search-loaded"):
+        memory.child(step, n, filled)

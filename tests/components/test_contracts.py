@@ -334,6 +334,7 @@ def test_an_encoder_with_independent_embeddings_is_embedded_in_blocks(
     plugged, kestrel, monkeypatch
 ):
     monkeypatch.setattr(compose, "EMBED_BLOCK", 95)  # rounded up to whole batches of 10
+    monkeypatch.setattr(compose, "EMBED_BLOCKS", 1)  # blocks of EMBED_BLOCK, however few
     data, _ = kestrel
     independent = plugged("encoder", IndependentEncoder)
     blocks = Pipeline(resolve(registry().variant("hybrid"), [f"encoder.name={independent}"]))

@@ -7,6 +7,7 @@ import pickle
 import threading
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -235,3 +236,47 @@ def test_an_unreachable_ray_address_is_one_line_at_once(tmp_path, rag_bench):
     )  # fmt: skip
     assert_one_line_error(outcome, "cannot reach Ray at 127.0.0.1:1", "--address")
     assert not any(tmp_path.iterdir())  # nothing stored, no checkpoint left
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_minilm_embeds_the_same_bits_with_one_worker_two_threads_and_ray(
+    tmp_path, ray_executor, real_minilm
+):
+    """The hybrid with the real minilm encoder on kestrel-kb, the corpus cut into 25 blocks of
+    32 chunks (inputs truncated to 16 word pieces, to be quick): with one local worker, two
+    threads, and two Ray workers (one torch thread each, where the local runs use two), every
+    block is embedded by whichever worker takes it, and the stored embeddings and the traces
+    are the same bit for bit."""
+    overrides = ["encoder.name=minilm", "encoder.max_seq_length=16"]
+    executors = {"one": LocalExecutor(1), "threads": LocalExecutor(2), "ray": ray_executor}
+    runs, stored = {}, {}
+    for name, executor in executors.items():
+        cache = tmp_path / f"cache-{name}"  # each embeds the corpus itself
+        runs[name] = run_variant(
+            "hybrid", SHIPPED, overrides=overrides, selection=SMOKE,
+            runs_dir=tmp_path / name, cache_dir=cache, executor=executor,
+        )  # fmt: skip
+        [entry] = cache.glob("dense-*")
+        stored[name] = np.load(entry / "embeddings.npy")
+    assert stored["one"].dtype == np.float32 and stored["one"].shape[1] == 384
+    for name in ("threads", "ray"):
+        assert np.array_equal(stored[name], stored["one"]), name
+        assert_same_traces(runs["one"], runs[name])
+
+
+@pytest.mark.ray
+def test_a_local_ray_that_times_out_starting_is_one_usage_error(monkeypatch):
+    """Ray's own start-up deadline raises a bare Exception (seen on a loaded machine)."""
+    require("ray", "pip install 'rag-bench[ray]'")
+    from rag_bench.pipeline.executors import RayExecutor
+
+    executor = RayExecutor(workers=1)
+
+    def late(**options):
+        raise Exception("The current node timed out during startup. This could happen ...")
+
+    monkeypatch.setattr(executor.ray, "init", late)
+    monkeypatch.setattr(executor.ray, "is_initialized", lambda: False)
+    with pytest.raises(UsageError, match="cannot start or reach Ray at this machine: The current"):
+        executor.start()

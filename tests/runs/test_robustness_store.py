@@ -333,6 +333,7 @@ class CountingEncoder(Encoder):
 def test_embedding_a_big_corpus_is_checkpointed_block_by_block(tmp_path, monkeypatch):
     monkeypatch.setitem(registry().components, ("encoder", "counting"), CountingEncoder.spec)
     monkeypatch.setattr(compose, "EMBED_BLOCK", 98)  # rounded up to whole batches of 4: 100
+    monkeypatch.setattr(compose, "EMBED_BLOCKS", 1)  # blocks of EMBED_BLOCK, however few
     monkeypatch.setattr(CountingEncoder, "calls", [])
     data = load_dataset(SHIPPED)
     cache = Cache(tmp_path / "cache")
@@ -357,3 +358,10 @@ def test_embedding_a_big_corpus_is_checkpointed_block_by_block(tmp_path, monkeyp
     np.testing.assert_array_equal(dense.embeddings, CountingEncoder().encode(texts))
     assert not partial.exists()  # the finished entry replaces the blocks
     assert any(p.name.startswith("dense-") for p in cache.root.iterdir())
+    # search reads the stored entry, memory-mapped, in the encoder's dtype; so does a new run
+    assert isinstance(dense.embeddings, np.memmap) and dense.embeddings.dtype == np.float64
+    CountingEncoder.calls.clear()
+    again = Pipeline(resolve(variant, ["encoder.name=counting"]), Cache(cache.root))
+    again.index(data)
+    assert CountingEncoder.calls == [] and isinstance(again.retrievers[-1].embeddings, np.memmap)
+    np.testing.assert_array_equal(again.retrievers[-1].embeddings, dense.embeddings)
