@@ -263,14 +263,17 @@ def paired_p_values(
     return [TESTS[test](d, resamples, seed) for d in ds]
 
 
+def _ranked(p_values: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The p-values as floats, an all-NaN result of their shape, and the positions of the
+    non-NaN ones in ascending order of p (stable): what both adjustments start from."""
+    p = np.asarray(p_values, dtype=np.float64)
+    valid = np.flatnonzero(~np.isnan(p))
+    return p, np.full_like(p, np.nan), valid[np.argsort(p[valid], kind="stable")]
+
+
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm–Bonferroni adjusted p-values (NaN entries stay NaN and do not count)."""
-    p = np.asarray(p_values, dtype=np.float64)
-    adjusted = np.full_like(p, np.nan)
-    valid = np.flatnonzero(~np.isnan(p))
-    if len(valid) == 0:
-        return adjusted
-    order = valid[np.argsort(p[valid], kind="stable")]
+    p, adjusted, order = _ranked(p_values)
     m = len(order)
     running = 0.0
     for rank, i in enumerate(order):
@@ -283,15 +286,11 @@ def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
     """Benjamini–Hochberg adjusted p-values (the step-up procedure that controls the false
     discovery rate: reject where the adjusted p < alpha); NaN entries stay NaN and do not
     count."""
-    p = np.asarray(p_values, dtype=np.float64)
-    adjusted = np.full_like(p, np.nan)
-    valid = np.flatnonzero(~np.isnan(p))
-    if len(valid) == 0:
-        return adjusted
-    order = valid[np.argsort(p[valid], kind="stable")]
+    p, adjusted, order = _ranked(p_values)
     m = len(order)
-    scaled = p[order] * m / np.arange(1, m + 1)
-    adjusted[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
+    if m:
+        scaled = p[order] * m / np.arange(1, m + 1)
+        adjusted[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
     return adjusted
 
 

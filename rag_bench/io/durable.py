@@ -29,41 +29,45 @@ from rag_bench.errors import RagBenchError
 STAGING_PREFIX = ".~"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``path`` so that it either keeps its old content or has all of ``data``, synced."""
-    path = Path(path)
+def _staged(path: Path, data: bytes, publish) -> bool:
+    """Write ``data`` beside ``path`` under a staging name, synced, then ``publish(staging,
+    path)``; the staging file never outlives the call. Returns what ``publish`` returns."""
     staging = path.with_name(f"{STAGING_PREFIX}{path.name}-{secrets.token_hex(4)}")
     try:
         with open(staging, "xb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(staging, path)
+        return publish(staging, path)
     finally:
         with contextlib.suppress(OSError):
             staging.unlink(missing_ok=True)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``path`` so that it either keeps its old content or has all of ``data``, synced."""
+
+    def replace(staging: Path, target: Path) -> bool:
+        os.replace(staging, target)
+        return True
+
+    _staged(Path(path), data, replace)
 
 
 def atomic_create(path: Path, data: bytes) -> bool:
     """Create ``path`` with all of ``data``, synced, only if it does not exist yet: an
     append-only write. Returns False (and writes nothing) when ``path`` is already there, so two
     writers racing for one name cannot overwrite each other."""
-    path = Path(path)
-    staging = path.with_name(f"{STAGING_PREFIX}{path.name}-{secrets.token_hex(4)}")
-    try:
-        with open(staging, "xb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+
+    def link(staging: Path, target: Path) -> bool:
         try:
-            os.link(staging, path)  # fails when the name is taken, unlike os.replace
+            os.link(staging, target)  # fails when the name is taken, unlike os.replace
         except FileExistsError:
             return False
-        fsync(path.parent)
+        fsync(target.parent)
         return True
-    finally:
-        with contextlib.suppress(OSError):
-            staging.unlink(missing_ok=True)
+
+    return _staged(Path(path), data, link)
 
 
 def fsync(path: Path) -> None:
