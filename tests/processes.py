@@ -139,10 +139,17 @@ def comparable(run) -> dict[str, pd.DataFrame]:
     return out
 
 
-def assert_same_traces(a, b) -> None:
+def assert_same_traces(a, b, atol: float | None = None) -> None:
+    """Every trace table equal bit for bit; with ``atol``, numbers within ``atol`` of each other
+    (ids, texts and ranks still equal exactly)."""
     left, right = comparable(a), comparable(b)
     for table in TABLES:
-        pd.testing.assert_frame_equal(left[table], right[table], check_exact=True, obj=table)
+        if atol is None:
+            pd.testing.assert_frame_equal(left[table], right[table], check_exact=True, obj=table)
+        else:
+            pd.testing.assert_frame_equal(
+                left[table], right[table], check_exact=False, rtol=0, atol=atol, obj=table
+            )
 
 
 def age(runs: Path, seconds: float = 600) -> None:
