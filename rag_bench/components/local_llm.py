@@ -21,9 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from rag_bench.components.base import Generator
+from rag_bench.components.citation_grammar import CITE_MODES, gbnf
 from rag_bench.components.prompting import BUILT_IN, Prompt, read_prompt, reply_generation
 from rag_bench.components.registry import component
-from rag_bench.errors import MissingBackendError, RagBenchError, check_number, import_backend
+from rag_bench.errors import (
+    MissingBackendError,
+    ParameterError,
+    RagBenchError,
+    check_number,
+    import_backend,
+)
 from rag_bench.model import Chunk, Generation, Query
 
 INSTALL = "pip install 'rag-bench[llm]'"
@@ -88,7 +95,9 @@ class LlamaCppGenerator(Generator):
     file; "" is the packaged SmolLM2-135M-Instruct). ``n_ctx`` is the context window in tokens
     (prompt and answer), ``max_tokens`` the longest answer; a prompt that does not fit is an
     error, never cut. ``temperature`` 0 decodes greedily; above 0 it samples, seeded by
-    ``seed``."""
+    ``seed``. ``cite="grammar"`` constrains decoding so that every sentence ends with a
+    marker naming a passage of the prompt, or the answer is the refusal
+    (:mod:`rag_bench.components.citation_grammar`); ``""`` leaves the text free."""
 
     def __init__(
         self,
@@ -100,6 +109,7 @@ class LlamaCppGenerator(Generator):
         seed: int = 0,
         temperature: float = 0.0,
         prompt: Prompt = BUILT_IN,
+        cite: str = "",
     ):
         check_number("generator.context_k", context_k, 1, whole=True)
         check_number("generator.max_tokens", max_tokens, 1, whole=True)
@@ -107,6 +117,10 @@ class LlamaCppGenerator(Generator):
         check_number("generator.n_threads", n_threads, 1, whole=True)
         check_number("generator.seed", seed, 0, whole=True)
         check_number("generator.temperature", temperature, 0, 2)
+        if cite not in CITE_MODES:
+            raise ParameterError(
+                "generator.cite", cite, "'grammar' (every sentence cites a passage) or '' (free)"
+            )
         self.path = Path(model) if model else packaged_model()
         if not self.path.is_file():
             raise RagBenchError(
@@ -117,14 +131,20 @@ class LlamaCppGenerator(Generator):
         self.context_k, self.max_tokens, self.n_ctx = context_k, max_tokens, n_ctx
         self.n_threads, self.seed, self.temperature = n_threads, seed, temperature
         self.prompt = read_prompt(prompt)
+        self.cite = cite
         import_backend("llama_cpp", INSTALL, "the llama_cpp generator")
 
     def messages(self, query: Query, context: Sequence[Chunk]) -> list[dict]:
         return self.prompt.messages(query, context)
 
-    def complete(self, messages: list[dict]) -> str:
-        """The model's reply to one chat, from an empty KV cache."""
+    def complete(self, messages: list[dict], grammar: str | None = None) -> str:
+        """The model's reply to one chat, from an empty KV cache, decoded within the GBNF
+        ``grammar`` when one is given."""
         model, lock = load_model(self.path, self.n_ctx, self.n_threads, self.seed)
+        options: dict[str, Any] = {}
+        if grammar is not None:
+            llama_cpp = import_backend("llama_cpp", INSTALL, "the llama_cpp generator")
+            options["grammar"] = llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
         with lock:
             model.reset()
             try:
@@ -133,6 +153,7 @@ class LlamaCppGenerator(Generator):
                     temperature=self.temperature,
                     seed=self.seed,
                     max_tokens=self.max_tokens,
+                    **options,
                 )
             except ValueError as error:  # the prompt does not fit the context window
                 raise RagBenchError(
@@ -144,4 +165,5 @@ class LlamaCppGenerator(Generator):
 
     def generate(self, query: Query, context: Sequence[Chunk]) -> Generation:
         context = list(context[: self.context_k])
-        return reply_generation(self.complete(self.messages(query, context)), context)
+        grammar = gbnf(context) if self.cite == "grammar" else None
+        return reply_generation(self.complete(self.messages(query, context), grammar), context)

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import ROOT, SHIPPED, assert_one_line_error
 from rag_bench.components import local_llm
+from rag_bench.components.citation_grammar import gbnf
 from rag_bench.components.local_llm import LlamaCppGenerator, load_model
 from rag_bench.components.prompting import GENERATOR_SYSTEM, reply_generation
 from rag_bench.errors import MissingBackendError, RagBenchError
@@ -19,6 +20,7 @@ from rag_bench.experiment.runner import Selection, run_variant
 from rag_bench.model import Chunk, Query
 from rag_bench.pipeline import compose
 from rag_bench.pipeline.executors import LocalExecutor
+from rag_bench.text.claims import split_claims
 
 SEED = ROOT / "data" / "seed-example"
 RETURNS = "Items can be returned within 7 days of delivery. Fresh food cannot be returned."
@@ -67,6 +69,38 @@ def test_the_answer_is_llama_cpps_own_reply_to_the_same_prompt(real_smollm2):
     reply = direct["choices"][0]["message"]["content"]
     assert reply.strip()
     assert generator.generate(QUERY, CONTEXT) == reply_generation(reply, CONTEXT)
+
+
+@pytest.mark.llm
+def test_under_the_citation_grammar_every_sentence_cites_a_passage_of_the_prompt(real_smollm2):
+    import llama_cpp
+
+    generator = LlamaCppGenerator(max_tokens=96, cite="grammar")
+    in_prompt = {c.doc_id for c in CONTEXT}
+    for query in (QUERY, OTHER):
+        generation = generator.generate(query, CONTEXT)
+        claims = split_claims(generation.answer)
+        assert claims, generation
+        if generation.refused:
+            assert not any(c.citations for c in claims), generation
+            continue
+        for claim in claims:
+            assert claim.citations and set(claim.citations) <= in_prompt, (claim, generation)
+    # it is llama.cpp's own reply within the grammar
+    messages = generator.messages(QUERY, CONTEXT)
+    model, _ = load_model(real_smollm2, 2048, 1, 0)
+    model.reset()
+    grammar = llama_cpp.LlamaGrammar.from_string(gbnf(CONTEXT), verbose=False)
+    direct = model.create_chat_completion(
+        messages, temperature=0.0, seed=0, max_tokens=96, grammar=grammar
+    )
+    reply = direct["choices"][0]["message"]["content"]
+    assert generator.generate(QUERY, CONTEXT) == reply_generation(reply, CONTEXT)
+    # a doc id with a quote and a backslash is escaped in the grammar (llama.cpp aborts the
+    # process on a grammar it cannot parse) and read back from the marker
+    odd = [Chunk("x#0", 'say "hi"\\', 0, 7, "Quoted.", ""), *CONTEXT]
+    answer = split_claims(generator.generate(QUERY, odd).answer)
+    assert answer and all(set(c.citations) <= in_prompt | {'say "hi"\\'} for c in answer)
 
 
 @pytest.mark.llm
