@@ -28,11 +28,16 @@ def without_timings(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[keep].reset_index(drop=True)
 
 
-def assert_same_traces(a, b) -> None:
+def assert_same_traces(a, b, atol: float | None = None) -> None:
+    """The two runs' tables equal bit for bit, or with ``atol`` their numbers within ``atol``
+    (ids, texts and ranks still exactly)."""
     assert a.tables.keys() == b.tables.keys()
+    exact = (
+        {"check_exact": True} if atol is None else {"check_exact": False, "rtol": 0, "atol": atol}
+    )
     for name in a.tables:
         left, right = without_timings(a.tables[name]), without_timings(b.tables[name])
-        pd.testing.assert_frame_equal(left, right, check_exact=True, obj=name)
+        pd.testing.assert_frame_equal(left, right, obj=name, **exact)
 
 
 # --- the local executor ---------------------------------------------------------------------
