@@ -22,6 +22,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from rag_bench.errors import RagBenchError
@@ -29,7 +30,7 @@ from rag_bench.errors import RagBenchError
 STAGING_PREFIX = ".~"
 
 
-def _staged(path: Path, data: bytes, publish) -> bool:
+def _staged(path: Path, data: bytes, publish: Callable[[Path, Path], bool]) -> bool:
     """Write ``data`` beside ``path`` under a staging name, synced, then ``publish(staging,
     path)``; the staging file never outlives the call. Returns what ``publish`` returns."""
     staging = path.with_name(f"{STAGING_PREFIX}{path.name}-{secrets.token_hex(4)}")
