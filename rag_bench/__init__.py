@@ -39,6 +39,10 @@ _API = {
     "RagBenchError": "rag_bench.errors:RagBenchError",
     "generate_testset": "rag_bench.testsets.generate:generate",
     "accept_testset": "rag_bench.testsets.generate:accept",
+    "pool_pairs": "rag_bench.analysis.pool:pool_pairs",
+    "sample_claims": "rag_bench.analysis.pool:sample_claims",
+    "merge_labels": "rag_bench.data.qrels_versions:merge_labels",
+    "rescore": "rag_bench.experiment.rescore:rescore_run",
 }
 
 __all__ = ["__version__", *sorted(_API)]

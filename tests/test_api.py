@@ -54,10 +54,15 @@ def test_the_report_folder_does_not_hide_the_report_function():
 
 
 def test_the_public_names_are_the_library_functions():
+    from rag_bench.analysis.pool import pool_pairs
+    from rag_bench.data.qrels_versions import merge_labels
     from rag_bench.evaluation.retrieval import evaluate_run
+    from rag_bench.experiment.rescore import rescore_run
     from rag_bench.experiment.session import run
 
     assert rag_bench.evaluate is evaluate_run and rag_bench.run is run
+    assert rag_bench.pool_pairs is pool_pairs and rag_bench.merge_labels is merge_labels
+    assert rag_bench.rescore is rescore_run
     assert issubclass(rag_bench.RagBenchError, Exception)
 
 
