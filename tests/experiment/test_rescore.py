@@ -225,8 +225,9 @@ def test_gate_says_the_runs_were_scored_on_different_qrels(loop, rag_bench):
     assert len(warned) == 1 and f"rag-bench rescore {rescored.run_id}" in warned[0]
 
 
-def test_a_perturbed_run_rescores_like_a_fresh_one(loop):
-    options = {"selection": Selection(tag="smoke", perturb=("typo", "synonym"))}
+def rescored_and_fresh(loop, options: dict):
+    """A baseline run made with ``options`` on the base qrels, rescored on the latest version,
+    and a fresh run with the same options on that version."""
     source = run_variant(
         "baseline", loop["kb"], runs_dir=loop["runs"], cache_dir=loop["cache"], **options
     )
@@ -238,6 +239,12 @@ def test_a_perturbed_run_rescores_like_a_fresh_one(loop):
         cache_dir=loop["cache"],
         **options,
     )
+    return rescored, fresh
+
+
+def test_a_perturbed_run_rescores_like_a_fresh_one(loop):
+    options = {"selection": Selection(tag="smoke", perturb=("typo", "synonym"))}
+    rescored, fresh = rescored_and_fresh(loop, options)
     assert_same_traces(rescored.location, fresh.location)
     assert rescored.manifest["selection"] == fresh.manifest["selection"]
 
@@ -255,17 +262,7 @@ def test_a_run_with_repeats_rescores_like_a_fresh_one(loop, real_smollm2):
         "selection": Selection(tag="smoke", sample=3, seed=2),
         "repeats": 2,
     }
-    source = run_variant(
-        "baseline", loop["kb"], runs_dir=loop["runs"], cache_dir=loop["cache"], **options
-    )
-    rescored = rescore_run(source.run_id, qrels="latest", runs_dir=loop["runs"])
-    fresh = run_variant(
-        "baseline",
-        use_qrels(load_dataset(loop["kb"]), "latest"),
-        runs_dir=loop["runs"],
-        cache_dir=loop["cache"],
-        **options,
-    )
+    rescored, fresh = rescored_and_fresh(loop, options)
     assert sorted(rescored.queries["repeat"].unique()) == [0, 1]
     assert_same_traces(rescored.location, fresh.location)
 
