@@ -49,6 +49,28 @@ def default_system(body: dict) -> dict:
     return {"result": {"answer": answer}, "documents": [{"id": doc, "score": 2.0}, "d2"]}
 
 
+def serve_posts(answer):
+    """A loopback JSON server in a daemon thread: ``answer(path, body_bytes)`` gives each POST's
+    ``(status, reply_bytes)``. Returns the server and its ``/v1`` URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            status, data = answer(self.path, self.rfile.read(int(self.headers["content-length"])))
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
 class FakeOpenAI:
     """Records every request; serves ``script`` entries first (a status code, a (status, body,
     headers) triple or ("sleep", seconds)), then answers with ``chat`` / fake embeddings.

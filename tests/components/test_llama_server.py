@@ -14,11 +14,11 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from conftest import SHIPPED, require
+from fake_openai import serve_posts
 from llama_server import MODEL_NAME, LlamaServer
 from rag_bench.components.openai.client import EndpointError
 from rag_bench.components.openai.components import OpenAIGenerator
@@ -162,25 +162,7 @@ class CountingProxy:
         self.server, self.kill_after = server, kill_after
         self.answered: list[str] = []
         self.lock = threading.Lock()
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = self.rfile.read(int(self.headers["content-length"]))
-                status, data = proxy.forward(self.path, body)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        threading.Thread(target=self.http.serve_forever, args=(0.02,), daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+        self.http, self.url = serve_posts(self.forward)
 
     def forward(self, path: str, body: bytes) -> tuple[int, bytes]:
         target = f"http://127.0.0.1:{self.server.port}{path}"

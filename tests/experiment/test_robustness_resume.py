@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from processes import (
@@ -26,6 +25,7 @@ from processes import (
 from runs_helpers import locate, manifest_file
 
 from conftest import SHIPPED, assert_one_line_error, require
+from fake_openai import serve_posts
 from rag_bench.components.openai.client import EndpointError
 from rag_bench.experiment.runner import Selection, resume_run, run_variant
 from rag_bench.pipeline import compose
@@ -206,25 +206,9 @@ class FakeLLM:
     def __init__(self):
         self.generate = self.judge = 0
         self.lock = threading.Lock()
-        state = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                data = json.dumps(state.reply(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.server, self.url = serve_posts(
+            lambda path, body: (200, json.dumps(self.reply(json.loads(body))).encode())
+        )
 
     def reply(self, body: dict) -> dict:
         system, user = (m["content"] for m in body["messages"][:2])
