@@ -139,6 +139,7 @@ class Encoder(Protocol):
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
     batch_size: int = 1  # texts per request (blocks of the corpus are whole batches)
+    threads: int | None = None  # cores one call keeps busy (None: it waits on a service)
 
     def cache_material(self) -> dict:
         """JSON-able description of everything besides the corpus the embeddings depend on."""

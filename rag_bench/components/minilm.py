@@ -40,9 +40,12 @@ def minilm_folder() -> Path:
 )
 class MiniLMEncoder(SentenceTransformerEncoder):
     """Unit-length all-MiniLM-L6-v2 embeddings; ``max_seq_length`` truncates inputs to that
-    many word pieces (256, the model's own limit, by default)."""
+    many word pieces (256, the model's own limit, by default); ``threads``: torch threads per
+    block of texts (blocks run on ``--workers`` or the machine's cores, whichever is more)."""
 
-    def __init__(self, batch_size: int = 32, device: str = "cpu", max_seq_length: int = 256):
+    def __init__(
+        self, batch_size: int = 32, device: str = "cpu", max_seq_length: int = 256, threads: int = 1
+    ):
         import_backend("sentence_transformers", INSTALL, "the minilm encoder")
         # the weights are on disk: never ask a hub for anything
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -51,4 +54,5 @@ class MiniLMEncoder(SentenceTransformerEncoder):
             batch_size=batch_size,
             device=device,
             max_seq_length=max_seq_length,
+            threads=threads,
         )

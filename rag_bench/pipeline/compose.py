@@ -257,7 +257,9 @@ class Pipeline:
         """Embed the corpus in blocks (see ``EMBED_BLOCKS``), each block a task of the
         executor (threads here, tasks on the workers of a Ray cluster), keeping each finished
         block in the cache, so an interrupted indexing of a big corpus resumes from the last
-        finished block; ``progress`` shows the blocks when there are several.
+        finished block; ``progress`` shows the blocks when there are several. An encoder that
+        computes on this machine's cores (``threads`` set) has its blocks spread over all of
+        them, whatever the executor's workers: its embeddings do not depend on who computes.
 
         The texts go into blocks longest first (a stable sort by length in characters), so a
         batch pads its texts to similar lengths, as ``SentenceTransformer.encode`` does for one
@@ -278,7 +280,9 @@ class Pipeline:
             else:
                 into.put(rows, vectors)
         work = [[texts[i] for i in spans[number]] for number in missing]
-        found = executor.map(_embed_block, (encoder, self.analyzer), work)
+        # an encoder that computes here (``threads`` cores a block) gets every core
+        cpus = getattr(encoder, "threads", None)
+        found = executor.map(_embed_block, (encoder, self.analyzer), work, cpus=cpus)
         if progress is not None and len(work) > 1:
             found = progress(_Sized(found, len(work), "embedded"))
         for position, (vectors, counted) in enumerate(found):

@@ -7,9 +7,12 @@ for every item, in the items' order, while later items are still being worked on
 caller can checkpoint each result as it arrives.
 
 The same function on the same items gives the same results whatever the executor, which is
-what makes a Ray run's traces identical to a local one. Tasks on Ray work on a copy of the
-shared object: whatever they count (requests, tokens) happens on the copy, so the pipeline has
-them report what they counted (see ``Pipeline.tally``) when ``isolated`` is true.
+what makes a Ray run's traces identical to a local one. ``cpus`` marks work that computes
+rather than waits (embedding a corpus): each task keeps that many cores busy, so a local run
+spreads it over every core whatever ``--workers`` says, and Ray reserves that many CPUs a task.
+Tasks on Ray work on a copy of the shared object: whatever they count (requests, tokens)
+happens on the copy, so the pipeline has them report what they counted (see
+``Pipeline.tally``) when ``isolated`` is true.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ class Executor(Protocol):
     name: str
     isolated: bool  # tasks work on copies of the shared object
 
-    def map(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> Iterator[R]: ...
+    def map(
+        self, fn: Callable[[S, T], R], shared: S, items: Sequence[T], cpus: int | None = None
+    ) -> Iterator[R]: ...
 
     def start(self) -> None: ...  # ready to take work (done by the first map when not called)
 
@@ -57,20 +62,19 @@ class LocalExecutor:
             raise UsageError(f"--workers {workers} is below 1", "use --workers 1 or more")
         self.workers = workers
 
-    def map(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> Iterator[R]:
-        if self.workers == 1 or len(items) <= 1:
+    def map(
+        self, fn: Callable[[S, T], R], shared: S, items: Sequence[T], cpus: int | None = None
+    ) -> Iterator[R]:
+        workers = self.workers if cpus is None else max(self.workers, usable_cores() // cpus)
+        if workers == 1 or len(items) <= 1:
             for item in items:
                 yield fn(shared, item)
             return
-        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rag-bench")
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rag-bench")
         try:
-            yield from _in_order(lambda item: pool.submit(fn, shared, item), items, self.window)
+            yield from _in_order(lambda item: pool.submit(fn, shared, item), items, 2 * workers)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    @property
-    def window(self) -> int:
-        return 2 * self.workers
 
     def start(self) -> None:
         pass
@@ -80,6 +84,14 @@ class LocalExecutor:
 
     def close(self) -> None:
         pass
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _in_order(submit: Callable[[T], Any], items: Sequence[T], window: int) -> Iterator[Any]:
@@ -171,13 +183,16 @@ class RayExecutor:
             self._shared[id(shared)] = entry
         return entry[1]
 
-    def map(self, fn: Callable[[S, T], R], shared: S, items: Sequence[T]) -> Iterator[R]:
+    def map(
+        self, fn: Callable[[S, T], R], shared: S, items: Sequence[T], cpus: int | None = None
+    ) -> Iterator[R]:
         reference = [self.share(shared)]  # in a list: the task resolves it, once per worker
-        assert self.workers is not None  # start() has set it
+        assert self.workers is not None and self._task is not None  # start() has set them
+        task = self._task if cpus is None else self._task.options(num_cpus=cpus)
         outstanding: dict[int, Any] = {}  # tasks submitted and not yet fetched, by id
 
         def submit(item):
-            future = _RayFuture(self.ray, self._task.remote(fn, reference, item), outstanding)
+            future = _RayFuture(self.ray, task.remote(fn, reference, item), outstanding)
             outstanding[id(future)] = future.task
             return future
 
