@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,10 +64,10 @@ def on_threads(threads: int) -> None:
     not monotonically: one and three threads agreed, two and four did not), and torch's
     default is the machine's core count (a Ray worker's: one). So each component runs on a
     fixed count, its ``threads`` parameter, wherever it computes: a run's numbers are then the
-    same whatever the executor, the number of workers and the machine's cores."""
-    import torch
-
-    if torch.get_num_threads() != threads:
+    same whatever the executor, the number of workers and the machine's cores. Called once the
+    model is loaded, so torch is (sentence-transformers loads it)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
 
 
@@ -161,8 +162,9 @@ class SentenceTransformerEncoder(Encoder):
         }
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._model()
         on_threads(self.threads)
-        vectors = self._model().encode(
+        vectors = model.encode(
             list(texts),
             batch_size=self.batch_size,
             normalize_embeddings=True,
@@ -226,10 +228,10 @@ class CrossEncoderReranker(Reranker):
         ]
         scores = np.zeros(0)
         if pairs:
-            on_threads(self.threads)
             model = load_model(
                 "CrossEncoder", self.model, self.device, "reranker", max_length=self.max_length
             )
+            on_threads(self.threads)
             raw = np.asarray(
                 model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False),
                 dtype=np.float64,
@@ -310,8 +312,8 @@ class NLIJudge(Judge):
             return []
         if not context:
             return [Verdict(0, False, (), "no context") for _ in claims]
-        on_threads(self.threads)
         model = load_model("CrossEncoder", self.model, self.device, "judge")
+        on_threads(self.threads)
         column = self._entailment_column(model)
         pairs = [(chunk.text, claim.text) for claim in claims for chunk in context]
         logits = np.asarray(

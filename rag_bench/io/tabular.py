@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.errors import DataError
-from rag_bench.io.idhash import ROW_BLOCK, IdColumn, combine_into
+from rag_bench.io.idhash import ROW_BLOCK, IdColumn, combine_into, take
 from rag_bench.io.textfile import text_lines
 
 ID = "id"  # a string identifier, kept as a pandas Categorical
@@ -119,10 +119,9 @@ def _read_fast(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
     names = [f"f{i}" for i in range(n_fields)]
     for field in fmt.fields:
         names[field.position] = field.name
-    # ids are dictionary-encoded block by block while the reader's threads parse; text ids are
-    # large_string, what pandas' Arrow-backed strings hold, so they take the column without a copy
+    # large_string: what pandas' Arrow-backed strings hold, so they take the column without a copy
     arrow_types = {
-        ID: pa.dictionary(pa.int32(), pa.string()),
+        ID: pa.string(),
         TEXT_ID: pa.large_string(),
         SCORE: pa.float64(),
         GRADE: pa.int64(),
@@ -172,20 +171,24 @@ def in_parallel(calls: Sequence[Callable[[], object]]) -> list:
 
 
 def _categorical(column) -> pd.Categorical:
-    """Ids (dictionary-encoded by the reader, a dictionary per block) as a Categorical with one
-    dictionary over all blocks, in the order the ids first appear."""
-    import pyarrow as pa
+    """Ids as a Categorical with one dictionary over all blocks.
 
-    unified = column.unify_dictionaries()
-    chunks = unified.chunks
-    dictionary = chunks[0].dictionary if chunks else pa.array([], type=pa.string())
-    code_type = _code_type(len(dictionary))
-    codes = np.empty(len(column), dtype=code_type)
-    done = 0
-    for chunk in chunks:
-        codes[done : done + len(chunk)] = chunk.indices.to_numpy()
-        done += len(chunk)
-    categories = pd.Index(dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    Equal ids mostly come in runs (the lines of one query), so only the first id of each run is
+    looked up in the dictionary; the codes of the others repeat it.
+    """
+    import pyarrow.compute as pc
+
+    n = len(column)
+    changes = pc.not_equal(column[1:], column[:-1]).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.concatenate(([True], changes)))
+    if len(starts) > n // 2:  # ids do not come in runs: encode them all
+        encoded = pc.dictionary_encode(column.combine_chunks())
+        codes = encoded.indices.to_numpy()
+    else:
+        encoded = pc.dictionary_encode(take(column, starts))
+        run_codes = encoded.indices.to_numpy().astype(_code_type(len(encoded.dictionary)))
+        codes = np.repeat(run_codes, np.diff(np.append(starts, n)))
+    categories = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
     return pd.Categorical.from_codes(codes, categories=categories, validate=False)
 
 

@@ -15,14 +15,14 @@ import types
 import numpy as np
 import pytest
 
-from conftest import ROOT, assert_one_line_error
+from conftest import ROOT, assert_one_line_error, require
 from rag_bench.components import sentence_transformers as neural
 from rag_bench.components.sentence_transformers import (
     CrossEncoderReranker,
     NLIJudge,
     SentenceTransformerEncoder,
 )
-from rag_bench.errors import MissingBackendError, RagBenchError
+from rag_bench.errors import MissingBackendError, RagBenchError, UsageError
 from rag_bench.experiment.runner import run_variant
 from rag_bench.model import Chunk, Claim, Hits, Query
 
@@ -110,6 +110,37 @@ def test_encoder_prefixes_normalises_and_loads_the_model_once(fake_st):
     assert model.seen == ["passage: alpha beta", "passage: gamma", "query: alpha"]
     assert model.max_seq_length == 64
     assert FakeSentenceTransformer.loads == [("some/model", "cpu")]
+
+
+def test_every_torch_component_computes_on_its_own_thread_count(fake_st):
+    """torch's thread count moves a model's last bits, so each component sets its ``threads``
+    in the process that computes (a Ray worker starts torch on one thread, this one on all
+    cores); an impossible count is one line at the start."""
+    torch = require("torch", "pip install 'rag-bench[models]'")
+    before = torch.get_num_threads()
+    query, context = Query("q1", "alpha"), [chunk("d1", "alpha beta")]
+    reranker = CrossEncoderReranker(threads=2)
+    reranker.prepare(None, context, None)
+    candidates = [Hits(np.array([0]), np.array([1.0]))]
+    judge = NLIJudge(model="x/nli", threads=4)
+    try:
+        for threads, call in [
+            (3, lambda: SentenceTransformerEncoder(threads=3).encode(["alpha"])),
+            (2, lambda: reranker.rerank_all([query], candidates, [{}])),
+            (4, lambda: judge.judge(query, [Claim("alpha", ())], context)),
+        ]:
+            torch.set_num_threads(1)
+            call()
+            assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(before)
+    for where, make in [
+        ("encoder", SentenceTransformerEncoder),
+        ("reranker", CrossEncoderReranker),
+        ("judge", NLIJudge),
+    ]:
+        with pytest.raises(UsageError, match=rf"^{where}\.threads=0 is below 1 "):
+            make(threads=0)
 
 
 def test_encoder_cache_material_identifies_a_local_model_by_its_files(fake_st, tmp_path):

@@ -16,6 +16,7 @@ from rag_bench.components.registry import registry, resolve
 from rag_bench.data.dataset import load_dataset
 from rag_bench.errors import UsageError
 from rag_bench.experiment.runner import Selection, run_variant
+from rag_bench.pipeline import executors
 from rag_bench.pipeline.compose import Pipeline
 from rag_bench.pipeline.executors import LocalExecutor, make_executor
 
@@ -287,3 +288,25 @@ def test_a_local_ray_that_times_out_starting_is_one_usage_error(monkeypatch):
     monkeypatch.setattr(executor.ray, "is_initialized", lambda: False)
     with pytest.raises(UsageError, match="cannot start or reach Ray at this machine: The current"):
         executor.start()
+
+
+def test_blocks_that_compute_spread_over_every_core_whatever_the_workers(monkeypatch):
+    """``cpus``: each task keeps that many cores busy (embedding a corpus), so one worker still
+    runs as many tasks at once as the cores hold; work that waits keeps to ``--workers``."""
+    monkeypatch.setattr(executors, "usable_cores", lambda: 3)
+    together = threading.Barrier(3, timeout=10)  # passes only when three tasks run at once
+
+    def computes(shared, item):
+        together.wait()
+        return item * 2
+
+    assert list(LocalExecutor(1).map(computes, None, [1, 2, 3], cpus=1)) == [2, 4, 6]
+    names = set()
+
+    def where(shared, item):
+        names.add(threading.current_thread().name)
+        return item
+
+    assert list(LocalExecutor(1).map(where, None, [1, 2, 3], cpus=2)) == [1, 2, 3]
+    assert list(LocalExecutor(1).map(where, None, [1, 2, 3])) == [1, 2, 3]
+    assert names == {threading.current_thread().name}  # one at a time, in the caller's thread
