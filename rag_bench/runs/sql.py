@@ -160,9 +160,11 @@ def _interruptible(con, work: Callable[[], T]) -> T:
     import threading
 
     outcome: dict = {}
+    go = threading.Event()  # set inside the try below: an interrupt before it starts nothing
     done = threading.Event()  # not Thread.join, which an interrupt can leave returning early
 
     def call() -> None:
+        go.wait()
         try:
             outcome["value"] = work()
         except BaseException as exc:  # handed to the waiting thread
@@ -170,8 +172,12 @@ def _interruptible(con, work: Callable[[], T]) -> T:
         finally:
             done.set()
 
+    # a Ctrl-C that lands while the thread starts (before ``go``) leaves it waiting, a daemon
+    # that never runs the query; without ``go`` the query would run on with nothing to interrupt
+    # it, and the process would hang at exit waiting for it
     threading.Thread(target=call, name="rag-bench-sql", daemon=True).start()
     try:
+        go.set()
         while not done.wait(0.1):
             pass
     except KeyboardInterrupt:

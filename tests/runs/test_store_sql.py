@@ -222,3 +222,25 @@ def test_ctrl_c_stops_a_library_query_at_once(folders):
     finally:
         child.kill()
     assert out.strip() == "interrupted [1]"
+
+
+def test_a_ctrl_c_while_the_query_thread_starts_runs_no_query(monkeypatch):
+    """KeyboardInterrupt raised in ``Thread.start`` (after the thread exists, before the wait
+    that interrupts DuckDB): the query must never run, or it runs on uninterrupted and the
+    process hangs at exit waiting for it."""
+    import threading
+
+    from rag_bench.runs.sql import _interruptible
+
+    started = threading.Thread.start
+
+    def start_then_interrupted(thread):
+        started(thread)
+        raise KeyboardInterrupt
+
+    ran = threading.Event()
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _interruptible(None, ran.set)
+    monkeypatch.undo()
+    assert not ran.wait(0.5)
