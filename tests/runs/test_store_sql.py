@@ -189,7 +189,11 @@ def test_the_text_formats_show_the_first_rows_with_a_note(folders, rag_bench, fm
 
 
 INTERRUPTED = """
+import signal
 import sys
+# Python's own Ctrl-C, as in a library user's process: the test runner may have been started
+# in the background with SIGINT ignored, which every child inherits through exec
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from rag_bench.runs import open_runs
 store = open_runs(sys.argv[1])
 store.sql("SELECT 1 AS one")  # imports and the catalog read: a Ctrl-C lands in the query below
