@@ -17,12 +17,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Reinstall only when the package metadata changed; the install is editable, so code edits need none.
-$(RUN_STAMP): pyproject.toml | $(BIN)/python
+# Reinstall only when the package metadata or the C sources changed (the install is editable, so
+# Python edits need none; the compiled modules are rebuilt in place).
+C_SOURCES := $(wildcard rag_bench/io/*.c)
+$(RUN_STAMP): pyproject.toml $(C_SOURCES) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(DEV_STAMP): pyproject.toml | $(BIN)/python
+$(DEV_STAMP): pyproject.toml $(C_SOURCES) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(RUN_STAMP)
 

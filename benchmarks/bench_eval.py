@@ -140,7 +140,15 @@ class Tool:
 TOOLS = {
     tool.name: tool
     for tool in (
-        Tool("rag-bench", "rag_bench", "rag-bench", load_rag_bench, compute_rag_bench),
+        # `import rag_bench` is lazy (it loads no pandas, pyarrow or numpy): the module that
+        # evaluates is what loads them, as `import pytrec_eval` loads its extension
+        Tool(
+            "rag-bench",
+            "rag_bench.evaluation.retrieval",
+            "rag-bench",
+            load_rag_bench,
+            compute_rag_bench,
+        ),
         Tool(
             "pytrec_eval",
             "pytrec_eval",

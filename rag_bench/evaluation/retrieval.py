@@ -27,7 +27,7 @@ from rag_bench.evaluation.measures import (
     Measure,
     parse_measures,
 )
-from rag_bench.io.idhash import ROW_BLOCK, IdColumn, combine_keys, scaled_keys
+from rag_bench.io.idhash import ROW_BLOCK, IdColumn, combine_keys, grouped_join, scaled_keys
 from rag_bench.io.tabular import run_starts
 
 
@@ -93,16 +93,18 @@ def _names(categories: pd.Index) -> pd.Index:
     return pd.Index(categories.astype(str), dtype=object)
 
 
-def _ranks(rows: np.ndarray, query_codes, score, doc_ids: IdColumn, ordered: bool) -> np.ndarray:
+def _ranks(
+    rows: np.ndarray, query_codes, starts, score, doc_ids: IdColumn, ordered: bool
+) -> np.ndarray:
     """The 0-based rank of each of ``rows`` within its query.
 
     An ordered run ranks rows as they come. Otherwise the ranking is trec_eval's: score
     descending, ties broken by doc id descending. When the rows already come grouped by query
     and sorted (nearly every run file), a rank is the distance from the query's first row; only
-    rows that tie with a neighbour on score are looked at by doc id.
+    rows that tie with a neighbour on score are looked at by doc id. ``starts``: where each run
+    of equal query codes begins.
     """
     keys = None if ordered else score
-    starts = run_starts(query_codes)
     rank_of: Callable[[np.ndarray], np.ndarray]
     if _grouped_in_order(query_codes, starts, keys):
         order = None
@@ -172,12 +174,15 @@ class _Queries:
 
     codes: np.ndarray
     index_of_code: np.ndarray
+    starts: np.ndarray  # where each run of equal codes begins (a query's rows, in most runs)
 
     @classmethod
-    def of(cls, query_ids: pd.Series, evaluated: pd.Index) -> _Queries:
+    def of(cls, query_ids: pd.Series, evaluated: pd.Index, starts=None) -> _Queries:
+        """``starts``: the codes' :func:`run_starts`, when already known."""
         column = query_ids.array  # a Categorical: its codes are a view, not a copy
         index_of_code = evaluated.get_indexer(_names(column.categories)).astype(np.int64)
-        return cls(column.codes, index_of_code)
+        starts = run_starts(column.codes) if starts is None else starts
+        return cls(column.codes, index_of_code, starts)
 
     def index(self, rows: np.ndarray | None = None) -> np.ndarray:
         """The query index of ``rows`` (of every row when None)."""
@@ -194,6 +199,40 @@ def _matching_judgements(
     pair found is then confirmed by comparing the ids themselves, so hash collisions cost time,
     never exactness.
     """
+    pairs = _grouped_pairs(run_queries, run_docs, qrels_qidx, qrels_docs)
+    if pairs is None:
+        pairs = _hashed_pairs(run_queries, run_docs, qrels_qidx, qrels_docs)
+    rows, entries = pairs
+    same = run_queries.index(rows) == qrels_qidx[entries]
+    same &= pc.equal(run_docs.take(rows), qrels_docs.take(entries)).to_numpy(zero_copy_only=False)
+    return rows[same], entries[same]
+
+
+def _grouped_pairs(
+    run_queries: _Queries, run_docs: IdColumn, qrels_qidx: np.ndarray, qrels_docs: IdColumn
+):
+    """The pairs of equal document hashes, query by query: each group of a run's rows of one
+    query is looked up in a hash set of that query's judgements (compiled; None without it)."""
+    starts = run_queries.starts
+    judged = np.flatnonzero(qrels_qidx >= 0)
+    by_query = judged[np.argsort(qrels_qidx[judged], kind="stable")]
+    n_queries = 1 + max(qrels_qidx.max(initial=-1), run_queries.index_of_code.max(initial=-1))
+    offsets = np.zeros(n_queries + 1, dtype=np.int64)
+    np.cumsum(np.bincount(qrels_qidx[by_query], minlength=n_queries), out=offsets[1:])
+    pairs = grouped_join(
+        starts,
+        run_queries.index(starts),
+        run_docs.hashes(),
+        offsets,
+        qrels_docs.hashes()[by_query],
+    )
+    return None if pairs is None else (pairs[0], by_query[pairs[1]])
+
+
+def _hashed_pairs(
+    run_queries: _Queries, run_docs: IdColumn, qrels_qidx: np.ndarray, qrels_docs: IdColumn
+):
+    """The pairs of equal (query, document) hashes, all rows at once, in numpy."""
     judged = np.flatnonzero(qrels_qidx >= 0)
     judged_keys = combine_keys(qrels_qidx[judged], qrels_docs.hashes()[judged])
     rows, run_keys = _candidates(run_queries, run_docs.hashes(), judged_keys)
@@ -207,10 +246,7 @@ def _matching_judgements(
     n_pairs = count[found]
     rows = np.repeat(rows, n_pairs)
     within = np.arange(len(rows)) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
-    entries = judged[by_key[np.repeat(first[found], n_pairs) + within]]
-    same = run_queries.index(rows) == qrels_qidx[entries]
-    same &= pc.equal(run_docs.take(rows), qrels_docs.take(entries)).to_numpy(zero_copy_only=False)
-    return rows[same], entries[same]
+    return rows, judged[by_key[np.repeat(first[found], n_pairs) + within]]
 
 
 def _candidates(run_queries: _Queries, doc_hashes: np.ndarray, judged_keys: np.ndarray):
@@ -237,12 +273,14 @@ def _candidates(run_queries: _Queries, doc_hashes: np.ndarray, judged_keys: np.n
     return np.concatenate(rows), np.concatenate(keys)
 
 
-def _evaluated_queries(qrels: Qrels, run: Run, complete: bool) -> pd.Index:
-    """The queries to score, sorted: judged ones that the run retrieved for (all, if complete)."""
+def _evaluated_queries(qrels: Qrels, run: Run, starts: np.ndarray, complete: bool) -> pd.Index:
+    """The queries to score, sorted: judged ones that the run retrieved for (all, if complete).
+    ``starts``: where each run of equal query codes of the run begins."""
     q_query = qrels.frame["query_id"].array  # Categoricals
     r_query = run.frame["query_id"].array
     judged = _names(q_query.categories)[_used(q_query.codes, len(q_query.categories))]
-    retrieved = _names(r_query.categories)[_used(r_query.codes, len(r_query.categories))]
+    # every code of the run starts a run of equal codes somewhere
+    retrieved = _names(r_query.categories)[_used(r_query.codes[starts], len(r_query.categories))]
     if not complete and len(judged.intersection(retrieved)) == 0 and len(run) > 0:
         raise DataError(
             run.source,
@@ -258,8 +296,9 @@ def rank_and_judge(
 ) -> RankedJudgements:
     """Join a run with its qrels over the queries to evaluate (trec_eval's rules)."""
     check_number("rel_level", rel_level, 1, whole=True)
-    evaluated = _evaluated_queries(qrels, run, complete)
-    run_queries = _Queries.of(run.frame["query_id"], evaluated)
+    starts = run_starts(run.frame["query_id"].array.codes)
+    evaluated = _evaluated_queries(qrels, run, starts, complete)
+    run_queries = _Queries.of(run.frame["query_id"], evaluated, starts)
     qrels_qidx = _Queries.of(qrels.frame["query_id"], evaluated).index()
     grades = qrels.frame["grade"].to_numpy(dtype=np.int64)
 
@@ -268,7 +307,12 @@ def rank_and_judge(
         run_queries, run_docs, qrels_qidx, IdColumn.of(qrels.frame["doc_id"])
     )
     every_pos = _ranks(
-        rows, run_queries.codes, run.frame["score"].to_numpy(), run_docs, run.ordered
+        rows,
+        run_queries.codes,
+        run_queries.starts,
+        run.frame["score"].to_numpy(),
+        run_docs,
+        run.ordered,
     )
     judged_qidx = run_queries.index(rows)
     graded = grades[entries] > 0
@@ -278,7 +322,10 @@ def rank_and_judge(
     qidx, pos, grade = qidx[by_rank], pos[by_rank], grade[by_rank]
 
     n = len(evaluated)
-    per_code = np.bincount(run_queries.codes[run_queries.codes >= 0], minlength=0)
+    runs = np.diff(np.append(starts, len(run_queries.codes)))
+    head_codes = run_queries.codes[starts]
+    present = head_codes >= 0
+    per_code = np.bincount(head_codes[present], weights=runs[present]).astype(np.int64)
     n_retrieved = np.zeros(n, dtype=np.float64)
     scored = np.flatnonzero(run_queries.index_of_code[: len(per_code)] >= 0)
     n_retrieved[run_queries.index_of_code[scored]] = per_code[scored]

@@ -14,6 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+try:  # hash sets per group of rows, compiled (rag_bench/io/_groups.c); numpy does without
+    from rag_bench.io import _groups
+except ImportError:
+    _groups = None  # type: ignore[assignment]
+
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so multiplying by it loses no bit
 _SHIFT = np.uint64(32)
 # _LOW_BYTES[n]: a mask keeping the first n bytes of a little-endian 8-byte word
@@ -99,10 +104,55 @@ def _cached_string_hashes(strings) -> np.ndarray:
                 block = chunk.slice(start, ROW_BLOCK)
                 hashes[done : done + len(block)] = _string_hashes(block)
                 done += len(block)
-        hashes.flags.writeable = False
-        _HASHES[key] = hashes
-        weakref.finalize(strings, _HASHES.pop, key, None)
+        remember_hashes(strings, hashes)
     return _HASHES[key]
+
+
+def grouped_repeat(starts: np.ndarray, keys: np.ndarray) -> bool | None:
+    """Whether two rows of one group have equal ``keys`` (group i: rows ``starts[i]`` to the
+    next start), from a hash set per group; ``None`` where the compiled module is not built."""
+    if _groups is None:
+        return None
+    return _groups.any_repeat(_int64s(starts), keys.astype(np.uint64, copy=False))
+
+
+def grouped_join(
+    starts: np.ndarray,
+    group_query: np.ndarray,
+    keys: np.ndarray,
+    query_offsets: np.ndarray,
+    entry_keys: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every (row, entry) pair of equal keys where the row's group belongs to query q (group i:
+    rows ``starts[i]`` to the next start, of query ``group_query[i]``; -1: none) and the entry
+    is one of q's, ``entry_keys[query_offsets[q]:query_offsets[q + 1]]``: rows ascending,
+    entries as positions in ``entry_keys``. ``None`` where the compiled module is not built, or
+    the pairs outnumber the rows (hash collisions galore)."""
+    if _groups is None:
+        return None
+    rows, entries = np.empty(len(keys), np.int64), np.empty(len(keys), np.int64)
+    n = _groups.join(
+        _int64s(starts),
+        _int64s(group_query),
+        keys.astype(np.uint64, copy=False),
+        _int64s(query_offsets),
+        entry_keys.astype(np.uint64, copy=False),
+        rows,
+        entries,
+    )
+    return None if n < 0 else (rows[:n].copy(), entries[:n].copy())
+
+
+def _int64s(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int64)
+
+
+def remember_hashes(strings, hashes: np.ndarray) -> None:
+    """Take ``hashes`` as the :func:`_string_hashes` of ``strings`` (a chunked array), computed
+    elsewhere (by the compiled scanner, while it read them), for as long as ``strings`` lives."""
+    hashes.flags.writeable = False
+    _HASHES[id(strings)] = hashes
+    weakref.finalize(strings, _HASHES.pop, id(strings), None)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ comparison elsewhere).
 
 from __future__ import annotations
 
+import mmap
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,8 +33,20 @@ import numpy as np
 import pandas as pd
 
 from rag_bench.errors import DataError
-from rag_bench.io.idhash import ROW_BLOCK, IdColumn, combine_into, take
+from rag_bench.io.idhash import (
+    ROW_BLOCK,
+    IdColumn,
+    combine_into,
+    grouped_repeat,
+    remember_hashes,
+    take,
+)
 from rag_bench.io.textfile import text_lines
+
+try:  # the compiled line scanner (rag_bench/io/_scan.c); pyarrow reads the files without it
+    from rag_bench.io import _scan
+except ImportError:
+    _scan = None  # type: ignore[assignment]
 
 ID = "id"  # a string identifier, kept as a pandas Categorical
 TEXT_ID = "text id"  # a string identifier with about as many values as rows, kept as strings
@@ -74,7 +88,9 @@ def read_records(path: str | Path, fmt: RecordFormat, allow_empty: bool = False)
         raise DataError(path, f"no such {fmt.what} file", "check the path")
     if path.stat().st_size == 0:
         raise DataError(path, f"the {fmt.what} file is empty", f"each line is: {fmt.layout_hint}")
-    frame = _read_fast(path, fmt)
+    frame = _read_compiled(path, fmt)
+    if frame is None:
+        frame = _read_fast(path, fmt)
     if frame is None or not _valid(frame, fmt):
         frame = _read_slow(path, fmt)
     if frame.empty and not allow_empty:
@@ -106,6 +122,119 @@ def _first_line(path: Path) -> tuple[str | None, int]:
                     return " ", line.count(b" ") + 1
                 return None, 0
     return None, 0
+
+
+SCAN_PART = 1 << 23  # bytes: a file is scanned in parts of at least this size, one per core
+_SCAN_KINDS = {ID: b"i", TEXT_ID: b"t", SCORE: b"s", GRADE: b"g"}
+
+
+def _read_compiled(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
+    """The file read by the compiled scanner (``rag_bench/io/_scan.c``), its parts on all cores
+    at once; ``None`` when the scanner is not built or declines the file (anything it does not
+    read exactly as the other two readers do)."""
+    if _scan is None:
+        return None
+    delimiter, _ = _first_line(path)
+    if delimiter is None or len(fmt.fields) > len({f.position for f in fmt.fields}):
+        return None
+    kinds = bytearray(b"." * fmt.n_fields)
+    for field in fmt.fields:
+        kinds[field.position : field.position + 1] = _SCAN_KINDS[field.kind]
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        start = 0
+        if fmt.header:
+            start = data.find(b"\n") + 1
+            if start == 0 or not data[:start].strip():
+                return None
+        parts = _scan_parts(data, start, len(data), _scan_cores())
+        scanned = in_parallel(
+            [partial(_scan_part, data, a, b, delimiter, bytes(kinds), fmt) for a, b in parts],
+            workers=len(parts),
+        )
+    if any(part is None for part in scanned) or sum(part[0] for part in scanned) == 0:
+        return None
+    columns = [_scanned_column(field, scanned) for field in fmt.fields]
+    return pd.DataFrame(dict(zip(fmt.field_names(), columns)), copy=False)
+
+
+def _scan_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _scan_parts(data, start: int, end: int, cores: int) -> list[tuple[int, int]]:
+    """Byte ranges of whole lines: one per core, none under :data:`SCAN_PART` bytes."""
+    n = max(1, min(cores, (end - start) // SCAN_PART))
+    cuts = [start]
+    for k in range(1, n):
+        newline = data.find(b"\n", max(cuts[-1], start + (end - start) * k // n))
+        if newline < 0:
+            break
+        cuts.append(newline + 1)
+    cuts.append(end)
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _scan_part(data, start: int, end: int, delimiter: str, kinds: bytes, fmt: RecordFormat):
+    """(rows, per field its outputs) of one part, or None when the scanner declines it."""
+    rows = _scan.count_lines(data, start, end) + 1
+    size = end - start
+    outputs: dict[int, list[np.ndarray]] = {}
+    for field in fmt.fields:
+        arrays: list[np.ndarray]
+        if field.kind == ID:  # the row each run of equal ids starts at, and the runs' ids
+            arrays = [
+                np.empty(rows, np.int64),
+                np.empty(rows + 1, np.int64),
+                np.empty(size + 8, np.uint8),
+            ]
+        elif field.kind == TEXT_ID:  # every id, and its hash
+            arrays = [
+                np.empty(rows + 1, np.int64),
+                np.empty(size + 8, np.uint8),
+                np.empty(rows, np.uint64),
+            ]
+        else:
+            arrays = [np.empty(rows, np.float64 if field.kind == SCORE else np.int64)]
+        outputs[field.position] = arrays
+    in_order = [array for position in sorted(outputs) for array in outputs[position]]
+    done = _scan.scan(data, start, end, delimiter, kinds, fmt.trailing, in_order)
+    if done is None:
+        return None
+    n, runs = done
+    return n, {f.name: (outputs[f.position], runs[f.position]) for f in fmt.fields}
+
+
+def _arrow_strings(n: int, offsets: np.ndarray, data: np.ndarray):
+    import pyarrow as pa
+
+    return pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(offsets[: n + 1]), pa.py_buffer(data[: offsets[n]])
+    )
+
+
+def _scanned_column(field: Field, scanned: list):
+    """One field's column, from the outputs of every part, as :func:`_column` makes it."""
+    import pyarrow as pa
+
+    sizes = [part[0] for part in scanned]
+    outputs = [part[1][field.name] for part in scanned]
+    if field.kind == ID:
+        bases = np.cumsum([0] + sizes[:-1])
+        starts = np.concatenate([out[0][:runs] + base for (out, runs), base in zip(outputs, bases)])
+        heads = pa.concat_arrays([_arrow_strings(runs, out[1], out[2]) for out, runs in outputs])
+        return _categorical_of_runs(heads, starts, sum(sizes))
+    if field.kind == TEXT_ID:
+        strings = pa.chunked_array(
+            [_arrow_strings(n, out[0], out[1]) for n, (out, _) in zip(sizes, outputs)],
+            type=pa.large_string(),
+        )
+        ids = pd.array(strings, dtype="str")
+        remember_hashes(
+            IdColumn.of(pd.Series(ids, copy=False)).values,
+            np.concatenate([out[2][:n] for n, (out, _) in zip(sizes, outputs)]),
+        )
+        return ids
+    return np.concatenate([out[0][:n] for n, (out, _) in zip(sizes, outputs)])
 
 
 def _read_fast(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
@@ -161,12 +290,12 @@ def _column(column, kind: str):
     return column.to_numpy()
 
 
-def in_parallel(calls: Sequence[Callable[[], object]]) -> list:
-    """The results of independent calls, run on two threads: numpy and Arrow release the GIL in
-    their loops, so two cores work at once."""
-    if len(calls) < 2:
+def in_parallel(calls: Sequence[Callable[[], object]], workers: int = 2) -> list:
+    """The results of independent calls, run on ``workers`` threads: numpy, Arrow and the
+    compiled scanner release the GIL in their loops, so the cores work at once."""
+    if len(calls) < 2 or workers < 2:
         return [call() for call in calls]
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(lambda call: call(), calls))
 
 
@@ -183,11 +312,20 @@ def _categorical(column) -> pd.Categorical:
     starts = np.flatnonzero(np.concatenate(([True], changes)))
     if len(starts) > n // 2:  # ids do not come in runs: encode them all
         encoded = pc.dictionary_encode(column.combine_chunks())
-        codes = encoded.indices.to_numpy()
-    else:
-        encoded = pc.dictionary_encode(take(column, starts))
-        run_codes = encoded.indices.to_numpy().astype(_code_type(len(encoded.dictionary)))
-        codes = np.repeat(run_codes, np.diff(np.append(starts, n)))
+        return _as_categorical(encoded, encoded.indices.to_numpy())
+    return _categorical_of_runs(take(column, starts), starts, n)
+
+
+def _categorical_of_runs(heads, starts: np.ndarray, n: int) -> pd.Categorical:
+    """The Categorical of ``n`` ids that come in runs: ``heads[i]`` from row ``starts[i]`` on."""
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(heads)
+    run_codes = encoded.indices.to_numpy().astype(_code_type(len(encoded.dictionary)))
+    return _as_categorical(encoded, np.repeat(run_codes, np.diff(np.append(starts, n))))
+
+
+def _as_categorical(encoded, codes: np.ndarray) -> pd.Categorical:
     categories = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
     return pd.Categorical.from_codes(codes, categories=categories, validate=False)
 
@@ -233,7 +371,16 @@ def _may_repeat(frame: pd.DataFrame, names: Sequence[str]) -> bool:
     """Whether two rows may agree on all of ``names``: certainly not when their hashed keys all
     differ; two equal keys send the file to the slow path, which is exact."""
     keys = [_exact_or_hashed(frame[name]) for name in names]
-    for start, stop in _blocks_of_whole_groups(frame[names[0]]):
+    starts = _whole_groups(frame[names[0]])
+    if starts is not None and len(keys) > 1:
+        # within a group the first field is one value: the others decide
+        rest = keys[1].astype(np.uint64)
+        for more in keys[2:]:
+            combine_into(rest, more)
+        repeat = grouped_repeat(starts, rest)
+        if repeat is not None:
+            return repeat
+    for start, stop in _blocks_of_whole_groups(frame[names[0]], starts):
         key = keys[0][start:stop].astype(np.uint64)
         for more in keys[1:]:
             combine_into(key, more[start:stop])
@@ -250,16 +397,24 @@ def run_starts(values: np.ndarray) -> np.ndarray:
     return np.r_[0, np.flatnonzero(values[1:] != values[:-1]) + 1]
 
 
-def _blocks_of_whole_groups(column: pd.Series) -> list[tuple[int, int]]:
-    """Row ranges of about :data:`ROW_BLOCK` rows that never split the rows of one value of a
-    Categorical whose equal values are contiguous (a run's queries), so that duplicates can be
-    looked for block by block; a single range otherwise."""
-    n = len(column)
-    if not isinstance(column.dtype, pd.CategoricalDtype) or n <= ROW_BLOCK:
-        return [(0, n)]
+def _whole_groups(column: pd.Series) -> np.ndarray | None:
+    """Where each value of a Categorical starts, when equal values are contiguous (a run's
+    queries); None when a value comes back later, or the column is not a Categorical."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return None
     codes = column.array.codes
     starts = run_starts(codes)
     if len(starts) != len(np.unique(codes[starts])):  # a value comes back later
+        return None
+    return starts
+
+
+def _blocks_of_whole_groups(column: pd.Series, starts: np.ndarray | None) -> list[tuple[int, int]]:
+    """Row ranges of about :data:`ROW_BLOCK` rows that never split the groups starting at
+    ``starts`` (see :func:`_whole_groups`), so that duplicates can be looked for block by block;
+    a single range when there are no such groups."""
+    n = len(column)
+    if starts is None or n <= ROW_BLOCK:
         return [(0, n)]
     at = np.searchsorted(starts, np.arange(0, n, ROW_BLOCK))
     cuts = np.unique(starts[np.minimum(at, len(starts) - 1)])

@@ -80,9 +80,17 @@ def test_a_file_runs_doc_ids_are_strings_that_evaluate_like_the_dict(tmp_path):
     )
 
 
-@pytest.fixture(params=[None, 2], ids=["one block", "blocks of 2 rows"])
+@pytest.fixture(
+    params=["compiled", None, 2], ids=["compiled", "numpy, one block", "numpy, blocks of 2 rows"]
+)
 def row_block(request, monkeypatch):
-    """Rows hashed, keyed and checked for duplicates in one block, or in many tiny ones."""
+    """Files read, ids hashed and joined and duplicates looked for by the compiled modules, or
+    by pyarrow and numpy: rows in one block, or in many tiny ones."""
+    if request.param == "compiled":
+        assert tabular._scan is not None and idhash._groups is not None, "not built"
+        return
+    monkeypatch.setattr(tabular, "_scan", None)
+    monkeypatch.setattr(idhash, "_groups", None)
     if request.param:
         monkeypatch.setattr(idhash, "ROW_BLOCK", request.param)
         monkeypatch.setattr(tabular, "ROW_BLOCK", request.param)
@@ -116,6 +124,8 @@ def test_colliding_hashes_change_no_number_and_raise_no_false_duplicate(
     judged = ["q1 0 d1 2", "q1 0 d10 1", "q1 0 d11 0", "q2 0 d9 1", "q2 0 d12 3", "q3 0 d6 1"]
     qrels_path = write(tmp_path / "qrels.txt", judged)
     expected = evaluate_run(qrels_path, run_path, METRICS).per_query
+    # the scanner hashes ids as it reads them, with the real hash: here numpy hashes them all
+    monkeypatch.setattr(tabular, "_scan", None)
     monkeypatch.setattr(idhash, "_string_hashes", _hash_by_length)
     got = evaluate_run(qrels_path, run_path, METRICS).per_query
     pd.testing.assert_frame_equal(got, expected)

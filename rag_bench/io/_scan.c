@@ -1,0 +1,438 @@
+/* One pass over the lines of a record file (a TREC run, TREC qrels), compiled.
+
+   rag_bench/io/tabular.py calls it first and falls back to pyarrow's CSV reader, then to its
+   line-by-line reader, whenever this scanner declines a file. It declines anything it is not
+   sure to read exactly as those readers would (a comment, an empty field, a control character,
+   a number it does not parse exactly, invalid UTF-8, ...), so it only ever changes how fast a
+   file is read, never what is read: every value it returns is the one the others return.
+
+   It runs with the GIL released, so Python threads scan the parts of one file at once.
+
+   count_lines(buffer, start, end) -> the number of '\n' bytes in buffer[start:end]
+
+   scan(buffer, start, end, delimiter, kinds, trailing, outputs) -> (rows, heads) or None
+       buffer[start:end] holds whole lines. kinds has one byte per field of a line: '.' for a
+       field that is skipped, 'i' an id (kept as runs of equal values: the row where each run
+       starts and its value), 't' a text id (every value, and a 64-bit hash of it), 's' a
+       score (a double), 'g' a grade (a 64-bit integer). A line has exactly len(kinds) fields,
+       or at least that many when trailing is true (the rest are not read). outputs holds
+       writable buffers, taken in field order: 'i' three (int64 run starts, int64 offsets,
+       uint8 bytes), 't' three (int64 offsets, uint8 bytes, uint64 hashes), 's' one (float64),
+       'g' one (int64). Offsets have one entry more than their values. Empty lines are
+       skipped. Returns the rows read and, per field, the runs found ('i'; 0 for the others),
+       or None when the scanner declines the range. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FIELDS 16
+#define MAX_OUTPUTS (3 * MAX_FIELDS)
+#define MAX_NUMBER 64 /* longest score or grade text the scanner reads itself */
+
+/* --- the hash of rag_bench.io.idhash._string_hashes, byte for byte ----------------------- */
+
+static const uint64_t MULTIPLIER = 0x9E3779B97F4A7C15ULL;
+
+static uint64_t fold(uint64_t h, uint64_t word) {
+    h ^= word;
+    h *= MULTIPLIER;
+    return h ^ (h >> 32);
+}
+
+/* The first n < 8 bytes of a little-endian word: what a word of a string's last bytes keeps. */
+static uint64_t low_bytes(uint64_t word, size_t n) {
+    return n >= 8 ? word : word & ((1ULL << (8 * n)) - 1);
+}
+
+/* 8 bytes at p as one word, or the bytes up to limit followed by zeros (never read past it) */
+static uint64_t load_word(const char *p, const char *limit) {
+    uint64_t word = 0;
+    memcpy(&word, p, limit - p >= 8 ? 8 : (size_t)(limit - p));
+    return word;
+}
+
+/* the hash of s[0:n]; the buffer holding it may be read up to limit */
+static uint64_t string_hash(const char *s, size_t n, const char *limit) {
+    uint64_t h = (uint64_t)n << 56;
+    size_t at = 0;
+    do { /* the first word is folded even for an empty string */
+        h = fold(h, low_bytes(load_word(s + at, limit), n - at));
+        at += 8;
+    } while (at < n);
+    return h;
+}
+
+/* --- strict UTF-8, as Arrow validates its strings ----------------------------------------- */
+
+static int valid_utf8(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (i + len > n) return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* The first byte of buffer[p:end) below 0x21 (a delimiter, a line end, a control character)
+   or above 0x7E (DEL, or a byte of a UTF-8 sequence); end when there is none. Eight bytes at a
+   time: a word's flags are exact up to its first flagged byte (a borrow or carry only ever
+   flags bytes after it), and the first is all that is used. */
+static const char *next_special(const char *p, const char *end) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    while (end - p >= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        uint64_t flags = (((x - 0x21 * ones) & ~x) | ((x + ones) | x)) & highs;
+        if (flags) return p + (__builtin_ctzll(flags) >> 3);
+        p += 8;
+    }
+#endif
+    while (p < end && (unsigned char)*p > 0x20 && (unsigned char)*p < 0x7F) p++;
+    return p;
+}
+
+/* The end of the field starting at p: its first byte below 0x21, past any UTF-8 bytes (which
+   set *ascii to 0); NULL when the field holds a DEL. */
+static const char *field_end(const char *p, const char *end, int *ascii) {
+    for (;;) {
+        p = next_special(p, end);
+        if (p == end || (unsigned char)*p < 0x21) return p;
+        if ((unsigned char)*p == 0x7F) return NULL;
+        *ascii = 0;
+        p++;
+    }
+}
+
+/* --- numbers -------------------------------------------------------------------------------- */
+
+static const double POWERS_OF_TEN[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A decimal number [+-]?(digits[.digits]|.digits)([eE][+-]?digits)?, correctly rounded (as
+   Arrow and Python's float() round), finite; 0 when the text is anything else. A mantissa below
+   2^53 with a power of ten up to 22 is one exact multiplication or division of two exact
+   doubles; any other number goes to strtod, which must then consume the whole text. */
+static int parse_score(const char *s, size_t n, double *out) {
+    size_t i = 0;
+    int negative = 0;
+    uint64_t mantissa = 0;
+    int digits = 0, significant = 0, exponent = 0;
+    if (n == 0 || n >= MAX_NUMBER) return 0;
+    if (s[i] == '+' || s[i] == '-') negative = s[i++] == '-';
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+        if (significant || s[i] != '0') {
+            if (++significant <= 19) mantissa = mantissa * 10 + (uint64_t)(s[i] - '0');
+            else exponent++;
+        }
+    }
+    if (i < n && s[i] == '.') {
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+            if (significant || s[i] != '0') {
+                if (++significant <= 19) {
+                    mantissa = mantissa * 10 + (uint64_t)(s[i] - '0');
+                    exponent--;
+                }
+            } else {
+                exponent--;
+            }
+        }
+    }
+    if (digits == 0) return 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        int sign = 1, value = 0, any = 0;
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) sign = s[i++] == '-' ? -1 : 1;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1)
+            if (value < 100000) value = value * 10 + (s[i] - '0');
+        if (!any) return 0;
+        exponent += sign * value;
+    }
+    if (i != n) return 0;
+    double value;
+    if (significant <= 19 && mantissa < (1ULL << 53) && exponent >= -22 && exponent <= 22) {
+        value = (double)mantissa;
+        value = exponent < 0 ? value / POWERS_OF_TEN[-exponent] : value * POWERS_OF_TEN[exponent];
+    } else {
+        char text[MAX_NUMBER];
+        char *end;
+        memcpy(text, s, n);
+        text[n] = '\0';
+        value = strtod(text, &end);
+        if (end != text + n) return 0; /* e.g. a locale whose decimal point is not '.' */
+        *out = value;
+        return isfinite(value);
+    }
+    *out = negative ? -value : value;
+    return 1;
+}
+
+/* [+-]?digits, at most 18 of them (the range is checked by the caller). */
+static int parse_grade(const char *s, size_t n, int64_t *out) {
+    size_t i = 0;
+    int negative = 0;
+    int64_t value = 0;
+    if (n == 0) return 0;
+    if (s[i] == '+' || s[i] == '-') negative = s[i++] == '-';
+    if (i == n || n - i > 18) return 0;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        value = value * 10 + (s[i] - '0');
+    }
+    *out = negative ? -value : value;
+    return 1;
+}
+
+/* --- the scan --------------------------------------------------------------------------------- */
+
+typedef struct {
+    char kind;
+    Py_buffer *out[3];
+    Py_ssize_t runs;           /* 'i': runs found */
+    const char *last;          /* 'i': the value of the current run */
+    size_t last_n;
+    int64_t data_used;         /* 'i', 't': bytes written */
+} Field;
+
+static int64_t *int64s(Py_buffer *b) { return (int64_t *)b->buf; }
+
+/* Copy s[0:n] to out[at:at + n]: a word at a time where the source (readable up to limit) and
+   out have the room (the bytes past n are overwritten later); 0 when out is too small. */
+static int copy_out(Py_buffer *out, int64_t at, const char *s, size_t n, const char *limit) {
+    char *to = (char *)out->buf + at;
+    if (at + (int64_t)n > (int64_t)out->len) return 0;
+    if (at + (int64_t)n + 8 <= (int64_t)out->len && limit - s >= (ptrdiff_t)n + 8) {
+        for (size_t k = 0; k < n; k += 8) memcpy(to + k, s + k, 8);
+    } else {
+        memcpy(to, s, n);
+    }
+    return 1;
+}
+
+/* Whether a[0:n] and b[0:n] are equal; both may be read up to limit. */
+static int same_bytes(const char *a, const char *b, size_t n, const char *limit) {
+    size_t at = 0;
+    for (; at + 8 <= n; at += 8)
+        if (load_word(a + at, limit) != load_word(b + at, limit)) return 0;
+    return at == n || low_bytes(load_word(a + at, limit) ^ load_word(b + at, limit), n - at) == 0;
+}
+
+/* Keep one field's value of row ``row`` (non-empty, no byte below 0x21, no DEL; the buffer
+   holding it may be read up to limit); 0 declines the range. */
+static int keep(Field *f, Py_ssize_t row, const char *s, size_t n, int ascii, const char *limit) {
+    switch (f->kind) {
+    case 'i':
+        if (f->runs > 0 && n == f->last_n && same_bytes(s, f->last, n, limit)) return 1;
+        if (!ascii && !valid_utf8((const unsigned char *)s, n)) return 0;
+        if (!copy_out(f->out[2], f->data_used, s, n, limit)) return 0;
+        int64s(f->out[0])[f->runs] = row;
+        f->data_used += (int64_t)n;
+        f->runs++;
+        int64s(f->out[1])[f->runs] = f->data_used;
+        f->last = s;
+        f->last_n = n;
+        return 1;
+    case 't':
+        if (!ascii && !valid_utf8((const unsigned char *)s, n)) return 0;
+        if (!copy_out(f->out[1], f->data_used, s, n, limit)) return 0;
+        f->data_used += (int64_t)n;
+        int64s(f->out[0])[row + 1] = f->data_used;
+        ((uint64_t *)f->out[2]->buf)[row] = string_hash(s, n, limit);
+        return 1;
+    case 's':
+        return parse_score(s, n, (double *)f->out[0]->buf + row);
+    case 'g':
+        return parse_grade(s, n, int64s(f->out[0]) + row);
+    }
+    return 1;
+}
+
+/* Scan buffer[0:n]; the rows read, or -1 to decline. A line ends at '\n' or "\r\n" (a lone
+   '\r' is declined); its fields are separated by exactly one delimiter each. */
+static Py_ssize_t scan_lines(const char *buffer, Py_ssize_t n, char delimiter, Field *fields,
+                             int n_fields, int trailing, Py_ssize_t capacity) {
+    Py_ssize_t row = 0;
+    const char *p = buffer, *end = buffer + n;
+    while (p < end) {
+        if (*p == '\n' || (*p == '\r' && end - p > 1 && p[1] == '\n')) { /* an empty line */
+            p += *p == '\n' ? 1 : 2;
+            continue;
+        }
+        if (row >= capacity || *p == '#') return -1; /* a comment is another reader's job */
+        for (int k = 0;; k++) {
+            int ascii = 1;
+            const char *stop = field_end(p, end, &ascii);
+            if (stop == NULL || stop == p) return -1; /* a DEL, or an empty field */
+            if (fields[k].kind != '.') {
+                if (!keep(&fields[k], row, p, (size_t)(stop - p), ascii, end)) return -1;
+            } else if (!ascii && !valid_utf8((const unsigned char *)p, (size_t)(stop - p))) {
+                return -1; /* the other readers decline a file that is not UTF-8 */
+            }
+            char c = stop < end ? *stop : '\n';
+            int last = k + 1 == n_fields;
+            if (c == delimiter && !last) {
+                p = stop + 1;
+                continue;
+            }
+            if (c == delimiter && trailing) { /* the rest of the line is only checked */
+                const char *rest = stop + 1;
+                int rest_ascii = 1;
+                do {
+                    stop = next_special(stop + 1, end);
+                    if (stop < end && (unsigned char)*stop >= 0x80) rest_ascii = 0;
+                    if (stop < end && *stop == '\r' && (end - stop < 2 || stop[1] != '\n'))
+                        return -1; /* pyarrow would start a line there, the others not */
+                } while (stop < end && *stop != '\n');
+                if (!rest_ascii && !valid_utf8((const unsigned char *)rest, (size_t)(stop - rest)))
+                    return -1;
+                p = stop < end ? stop + 1 : end;
+            } else if (last && c == '\n') {
+                p = stop < end ? stop + 1 : end;
+            } else if (last && c == '\r' && end - stop > 1 && stop[1] == '\n') {
+                p = stop + 2;
+            } else {
+                return -1; /* too few or too many fields, another whitespace, a control byte */
+            }
+            break;
+        }
+        row++;
+    }
+    return row;
+}
+
+static PyObject *count_lines(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer buffer;
+    Py_ssize_t start, end, count = 0;
+    if (!PyArg_ParseTuple(args, "y*nn", &buffer, &start, &end)) return NULL;
+    if (start < 0 || end > buffer.len || start > end) {
+        PyBuffer_Release(&buffer);
+        PyErr_SetString(PyExc_ValueError, "range outside the buffer");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    const char *p = (const char *)buffer.buf + start, *stop = (const char *)buffer.buf + end;
+    while ((p = memchr(p, '\n', (size_t)(stop - p))) != NULL) {
+        count++;
+        p++;
+    }
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&buffer);
+    return PyLong_FromSsize_t(count);
+}
+
+static int outputs_needed(char kind) { return kind == 'i' || kind == 't' ? 3 : kind == '.' ? 0 : 1; }
+
+static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer buffer, kinds, outs[MAX_OUTPUTS];
+    Py_ssize_t start, end, rows = -1, capacity = PY_SSIZE_T_MAX;
+    int delimiter, trailing, n_outs = 0;
+    PyObject *outputs, *result = NULL;
+    Field fields[MAX_FIELDS];
+    if (!PyArg_ParseTuple(args, "y*nnCy*pO", &buffer, &start, &end, &delimiter, &kinds,
+                          &trailing, &outputs))
+        return NULL;
+    int n_fields = (int)kinds.len;
+    if (start < 0 || end > buffer.len || start > end || n_fields < 1 || n_fields > MAX_FIELDS ||
+        !PyList_Check(outputs)) {
+        PyErr_SetString(PyExc_ValueError, "bad range, kinds or outputs");
+        goto done;
+    }
+    memset(fields, 0, sizeof fields);
+    for (int k = 0; k < n_fields; k++) {
+        char kind = ((const char *)kinds.buf)[k];
+        if (strchr(".itsg", kind) == NULL || kind == '\0') {
+            PyErr_Format(PyExc_ValueError, "unknown field kind %c", kind);
+            goto done;
+        }
+        fields[k].kind = kind;
+        for (int b = 0; b < outputs_needed(kind); b++) {
+            if (n_outs >= PyList_GET_SIZE(outputs)) {
+                PyErr_SetString(PyExc_ValueError, "too few output buffers");
+                goto done;
+            }
+            if (PyObject_GetBuffer(PyList_GET_ITEM(outputs, n_outs), &outs[n_outs],
+                                   PyBUF_WRITABLE) < 0)
+                goto done;
+            fields[k].out[b] = &outs[n_outs++];
+        }
+        /* offsets: one entry per value and one more; the others one entry per value */
+        Py_buffer *offsets = kind == 'i' ? fields[k].out[1] : kind == 't' ? fields[k].out[0] : NULL;
+        if (offsets != NULL && offsets->len < 8) {
+            PyErr_SetString(PyExc_ValueError, "offsets need at least one entry");
+            goto done;
+        }
+        for (int b = 0; b < outputs_needed(kind); b++) {
+            Py_buffer *out = fields[k].out[b];
+            Py_ssize_t values = out == offsets ? out->len / 8 - 1 : out->len / 8;
+            if ((kind == 't' && b != 1) || kind == 's' || kind == 'g' || (kind == 'i' && b != 2))
+                capacity = values < capacity ? values : capacity;
+        }
+        if (offsets != NULL) int64s(offsets)[0] = 0;
+    }
+    if (n_outs != PyList_GET_SIZE(outputs)) {
+        PyErr_SetString(PyExc_ValueError, "too many output buffers");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    rows = scan_lines((const char *)buffer.buf + start, end - start, (char)delimiter, fields,
+                      n_fields, trailing, capacity);
+    Py_END_ALLOW_THREADS;
+    if (rows < 0) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *runs = PyTuple_New(n_fields);
+        if (runs != NULL) {
+            for (int k = 0; k < n_fields; k++)
+                PyTuple_SET_ITEM(runs, k, PyLong_FromSsize_t(fields[k].runs));
+            result = Py_BuildValue("(nN)", rows, runs);
+        }
+    }
+done:
+    for (int b = 0; b < n_outs; b++) PyBuffer_Release(&outs[b]);
+    PyBuffer_Release(&kinds);
+    PyBuffer_Release(&buffer);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"count_lines", count_lines, METH_VARARGS, "The number of newlines in buffer[start:end]."},
+    {"scan", scan, METH_VARARGS, "Scan whole lines of buffer[start:end] into outputs."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

@@ -1,0 +1,16 @@
+# The compiled line scanner (rag_bench/io/_scan.c); its comment documents the arguments.
+from typing import Any
+
+import numpy as np
+
+def count_lines(buffer: Any, start: int, end: int, /) -> int: ...
+def scan(
+    buffer: Any,
+    start: int,
+    end: int,
+    delimiter: str,
+    kinds: bytes,
+    trailing: bool,
+    outputs: list[np.ndarray],
+    /,
+) -> tuple[int, tuple[int, ...]] | None: ...
