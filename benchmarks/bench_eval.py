@@ -213,11 +213,11 @@ def phases_main(qrels_path: Path, run_path: Path) -> None:
 
     import pyarrow as pa
 
-    from rag_bench.io import tabular
+    from rag_bench.io import idhash, tabular
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
-    tabular.in_parallel = lambda calls: [call() for call in calls]
+    tabular.in_parallel = idhash.in_parallel = lambda calls, workers=2: [call() for call in calls]
     compute_rag_bench(*load_rag_bench(qrels_path, run_path))
     gc.collect()
     profile = cProfile.Profile(time.process_time)

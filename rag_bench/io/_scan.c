@@ -16,8 +16,9 @@
        starts and its value), 't' a text id (every value, and a 64-bit hash of it), 's' a
        score (a double), 'g' a grade (a 64-bit integer). A line has exactly len(kinds) fields,
        or at least that many when trailing is true (the rest are not read). outputs holds
-       writable buffers, taken in field order: 'i' three (int64 run starts, int64 offsets,
-       uint8 bytes), 't' three (int64 offsets, uint8 bytes, uint64 hashes), 's' one (float64),
+       writable buffers, taken in field order: 'i' four (int64 run starts, int64 offsets,
+       uint8 bytes, uint64 hashes of the runs' values), 't' three (int64 offsets, uint8 bytes,
+       uint64 hashes), 's' one (float64),
        'g' one (int64). Offsets have one entry more than their values. Empty lines are
        skipped. Returns the rows read and, per field, the runs found ('i'; 0 for the others),
        or None when the scanner declines the range. */
@@ -32,7 +33,7 @@
 #include <string.h>
 
 #define MAX_FIELDS 16
-#define MAX_OUTPUTS (3 * MAX_FIELDS)
+#define MAX_OUTPUTS (4 * MAX_FIELDS)
 #define MAX_NUMBER 64 /* longest score or grade text the scanner reads itself */
 
 /* --- the hash of rag_bench.io.idhash._string_hashes, byte for byte ----------------------- */
@@ -51,9 +52,13 @@ static uint64_t low_bytes(uint64_t word, size_t n) {
 }
 
 /* 8 bytes at p as one word, or the bytes up to limit followed by zeros (never read past it) */
-static uint64_t load_word(const char *p, const char *limit) {
+static inline uint64_t load_word(const char *p, const char *limit) {
     uint64_t word = 0;
-    memcpy(&word, p, limit - p >= 8 ? 8 : (size_t)(limit - p));
+    if (limit - p >= 8) { /* one load; a copy of a variable length would be a slow loop */
+        memcpy(&word, p, 8);
+        return word;
+    }
+    memcpy(&word, p, (size_t)(limit - p));
     return word;
 }
 
@@ -109,7 +114,7 @@ static int valid_utf8(const unsigned char *s, size_t n) {
    or above 0x7E (DEL, or a byte of a UTF-8 sequence); end when there is none. Eight bytes at a
    time: a word's flags are exact up to its first flagged byte (a borrow or carry only ever
    flags bytes after it), and the first is all that is used. */
-static const char *next_special(const char *p, const char *end) {
+static inline const char *next_special(const char *p, const char *end) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     while (end - p >= 8) {
@@ -220,7 +225,7 @@ static int parse_grade(const char *s, size_t n, int64_t *out) {
 
 typedef struct {
     char kind;
-    Py_buffer *out[3];
+    Py_buffer *out[4];
     Py_ssize_t runs;           /* 'i': runs found */
     const char *last;          /* 'i': the value of the current run */
     size_t last_n;
@@ -262,6 +267,7 @@ static int keep(Field *f, Py_ssize_t row, const char *s, size_t n, int ascii, co
         f->data_used += (int64_t)n;
         f->runs++;
         int64s(f->out[1])[f->runs] = f->data_used;
+        ((uint64_t *)f->out[3]->buf)[f->runs - 1] = string_hash(s, n, limit);
         f->last = s;
         f->last_n = n;
         return 1;
@@ -353,7 +359,9 @@ static PyObject *count_lines(PyObject *Py_UNUSED(self), PyObject *args) {
     return PyLong_FromSsize_t(count);
 }
 
-static int outputs_needed(char kind) { return kind == 'i' || kind == 't' ? 3 : kind == '.' ? 0 : 1; }
+static int outputs_needed(char kind) {
+    return kind == 'i' ? 4 : kind == 't' ? 3 : kind == '.' ? 0 : 1;
+}
 
 static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer buffer, kinds, outs[MAX_OUTPUTS];

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
+
+from rag_bench.io.threads import in_parallel, usable_cores
 
 try:  # hash sets per group of rows, compiled (rag_bench/io/_groups.c); numpy does without
     from rag_bench.io import _groups
@@ -110,10 +113,21 @@ def _cached_string_hashes(strings) -> np.ndarray:
 
 def grouped_repeat(starts: np.ndarray, keys: np.ndarray) -> bool | None:
     """Whether two rows of one group have equal ``keys`` (group i: rows ``starts[i]`` to the
-    next start), from a hash set per group; ``None`` where the compiled module is not built."""
+    next start), from a hash set per group, the groups shared out over the cores; ``None``
+    where the compiled module is not built."""
     if _groups is None:
         return None
-    return _groups.any_repeat(_int64s(starts), keys.astype(np.uint64, copy=False))
+    keys = keys.astype(np.uint64, copy=False)
+    parts = _group_parts(starts, len(keys))
+    return any(
+        in_parallel(
+            [
+                partial(_groups.any_repeat, _int64s(starts[g0:g1] - r0), keys[r0:r1])
+                for g0, g1, r0, r1 in parts
+            ],
+            workers=len(parts),
+        )
+    )
 
 
 def grouped_join(
@@ -126,21 +140,46 @@ def grouped_join(
     """Every (row, entry) pair of equal keys where the row's group belongs to query q (group i:
     rows ``starts[i]`` to the next start, of query ``group_query[i]``; -1: none) and the entry
     is one of q's, ``entry_keys[query_offsets[q]:query_offsets[q + 1]]``: rows ascending,
-    entries as positions in ``entry_keys``. ``None`` where the compiled module is not built, or
-    the pairs outnumber the rows (hash collisions galore)."""
+    entries as positions in ``entry_keys``. The groups are shared out over the cores. ``None``
+    where the compiled module is not built, or the pairs outnumber the rows of a share (hash
+    collisions galore)."""
     if _groups is None:
         return None
-    rows, entries = np.empty(len(keys), np.int64), np.empty(len(keys), np.int64)
-    n = _groups.join(
-        _int64s(starts),
-        _int64s(group_query),
-        keys.astype(np.uint64, copy=False),
-        _int64s(query_offsets),
-        entry_keys.astype(np.uint64, copy=False),
-        rows,
-        entries,
-    )
-    return None if n < 0 else (rows[:n].copy(), entries[:n].copy())
+    keys = keys.astype(np.uint64, copy=False)
+    offsets, entry_keys = _int64s(query_offsets), entry_keys.astype(np.uint64, copy=False)
+
+    def join(g0: int, g1: int, r0: int, r1: int):
+        rows, entries = np.empty(r1 - r0, np.int64), np.empty(r1 - r0, np.int64)
+        n = _groups.join(
+            _int64s(starts[g0:g1] - r0),
+            _int64s(group_query[g0:g1]),
+            keys[r0:r1],
+            offsets,
+            entry_keys,
+            rows,
+            entries,
+        )
+        return None if n < 0 else (rows[:n] + r0, entries[:n])
+
+    parts = _group_parts(starts, len(keys))
+    found = in_parallel([partial(join, *part) for part in parts], workers=len(parts))
+    if any(pairs is None for pairs in found):
+        return None
+    return np.concatenate([p[0] for p in found]), np.concatenate([p[1] for p in found])
+
+
+PARALLEL_ROWS = 1 << 20  # rows that are worth a thread of their own
+
+
+def _group_parts(starts: np.ndarray, n_rows: int) -> list[tuple[int, int, int, int]]:
+    """(first group, end group, first row, end row) of as many parts as there are cores, of
+    about equal rows (one part for fewer than :data:`PARALLEL_ROWS` rows)."""
+    n = len(starts)
+    parts = max(1, min(usable_cores(), n_rows // PARALLEL_ROWS, n))
+    cuts = np.unique(np.searchsorted(starts, np.arange(parts) * (n_rows / parts)))
+    bounds = [int(c) for c in cuts] + [n]
+    row = [int(starts[g]) if g < n else n_rows for g in bounds]
+    return [(bounds[i], bounds[i + 1], row[i], row[i + 1]) for i in range(len(bounds) - 1)]
 
 
 def _int64s(values: np.ndarray) -> np.ndarray:

@@ -21,9 +21,7 @@ comparison elsewhere).
 from __future__ import annotations
 
 import mmap
-import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from math import isfinite
@@ -42,6 +40,7 @@ from rag_bench.io.idhash import (
     take,
 )
 from rag_bench.io.textfile import text_lines
+from rag_bench.io.threads import in_parallel, usable_cores
 
 try:  # the compiled line scanner (rag_bench/io/_scan.c); pyarrow reads the files without it
     from rag_bench.io import _scan
@@ -146,7 +145,7 @@ def _read_compiled(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
             start = data.find(b"\n") + 1
             if start == 0 or not data[:start].strip():
                 return None
-        parts = _scan_parts(data, start, len(data), _scan_cores())
+        parts = _scan_parts(data, start, len(data), usable_cores())
         scanned = in_parallel(
             [partial(_scan_part, data, a, b, delimiter, bytes(kinds), fmt) for a, b in parts],
             workers=len(parts),
@@ -155,10 +154,6 @@ def _read_compiled(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
         return None
     columns = [_scanned_column(field, scanned) for field in fmt.fields]
     return pd.DataFrame(dict(zip(fmt.field_names(), columns)), copy=False)
-
-
-def _scan_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _scan_parts(data, start: int, end: int, cores: int) -> list[tuple[int, int]]:
@@ -176,16 +171,19 @@ def _scan_parts(data, start: int, end: int, cores: int) -> list[tuple[int, int]]
 
 def _scan_part(data, start: int, end: int, delimiter: str, kinds: bytes, fmt: RecordFormat):
     """(rows, per field its outputs) of one part, or None when the scanner declines it."""
-    rows = _scan.count_lines(data, start, end) + 1
     size = end - start
+    # at most this many lines: each holds n_fields bytes and as many delimiters or a line end
+    # (the arrays are allocated, not touched: only the rows written take memory)
+    rows = (size + 1) // (2 * fmt.n_fields) + 1
     outputs: dict[int, list[np.ndarray]] = {}
     for field in fmt.fields:
         arrays: list[np.ndarray]
-        if field.kind == ID:  # the row each run of equal ids starts at, and the runs' ids
+        if field.kind == ID:  # the row each run of equal ids starts at, the runs' ids, hashes
             arrays = [
                 np.empty(rows, np.int64),
                 np.empty(rows + 1, np.int64),
                 np.empty(size + 8, np.uint8),
+                np.empty(rows, np.uint64),
             ]
         elif field.kind == TEXT_ID:  # every id, and its hash
             arrays = [
@@ -222,7 +220,8 @@ def _scanned_column(field: Field, scanned: list):
         bases = np.cumsum([0] + sizes[:-1])
         starts = np.concatenate([out[0][:runs] + base for (out, runs), base in zip(outputs, bases)])
         heads = pa.concat_arrays([_arrow_strings(runs, out[1], out[2]) for out, runs in outputs])
-        return _categorical_of_runs(heads, starts, sum(sizes))
+        hashes = np.concatenate([out[3][:runs] for out, runs in outputs])
+        return _categorical_of_runs(heads, starts, sum(sizes), hashes)
     if field.kind == TEXT_ID:
         strings = pa.chunked_array(
             [_arrow_strings(n, out[0], out[1]) for n, (out, _) in zip(sizes, outputs)],
@@ -290,15 +289,6 @@ def _column(column, kind: str):
     return column.to_numpy()
 
 
-def in_parallel(calls: Sequence[Callable[[], object]], workers: int = 2) -> list:
-    """The results of independent calls, run on ``workers`` threads: numpy, Arrow and the
-    compiled scanner release the GIL in their loops, so the cores work at once."""
-    if len(calls) < 2 or workers < 2:
-        return [call() for call in calls]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda call: call(), calls))
-
-
 def _categorical(column) -> pd.Categorical:
     """Ids as a Categorical with one dictionary over all blocks.
 
@@ -316,17 +306,47 @@ def _categorical(column) -> pd.Categorical:
     return _categorical_of_runs(take(column, starts), starts, n)
 
 
-def _categorical_of_runs(heads, starts: np.ndarray, n: int) -> pd.Categorical:
-    """The Categorical of ``n`` ids that come in runs: ``heads[i]`` from row ``starts[i]`` on."""
+def _categorical_of_runs(
+    heads, starts: np.ndarray, n: int, hashes: np.ndarray | None = None
+) -> pd.Categorical:
+    """The Categorical of ``n`` ids that come in runs: ``heads[i]`` from row ``starts[i]`` on
+    (``hashes``: theirs, when known)."""
     import pyarrow.compute as pc
 
-    encoded = pc.dictionary_encode(heads)
+    encoded = None if hashes is None else _encoded_by_hash(heads, hashes)
+    if encoded is None:
+        encoded = pc.dictionary_encode(heads)
     run_codes = encoded.indices.to_numpy().astype(_code_type(len(encoded.dictionary)))
+    if len(starts) == n:  # every row starts a run
+        return _as_categorical(encoded, run_codes)
     return _as_categorical(encoded, np.repeat(run_codes, np.diff(np.append(starts, n))))
 
 
+def _encoded_by_hash(strings, hashes: np.ndarray):
+    """``pc.dictionary_encode(strings)``, from the strings' hashes: numbering 64-bit integers
+    is faster than numbering strings. None when two distinct strings share a hash."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    codes, _ = pd.factorize(hashes)  # numbered in order of first appearance, as Arrow numbers
+    seen = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]]) if len(codes) else codes
+    dictionary = strings.take(first)
+    if not pc.all(pc.equal(dictionary.take(codes), strings)).as_py() and len(codes):
+        return None  # a hash collision: the strings decide
+    return pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), dictionary)
+
+
 def _as_categorical(encoded, codes: np.ndarray) -> pd.Categorical:
+    """The Categorical of a dictionary encoding's ``codes``. Its categories are distinct and
+    never missing by construction, so pandas' checks of them (hashing every one) are skipped
+    where pandas offers the constructors that skip them."""
     categories = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    codes = codes.astype(_code_type(len(categories)), copy=False)
+    dtype_of = getattr(pd.CategoricalDtype, "_from_fastpath", None)
+    new = getattr(pd.Categorical, "_simple_new", None)
+    if dtype_of is not None and new is not None:
+        return new(codes, dtype_of(categories, False))
     return pd.Categorical.from_codes(codes, categories=categories, validate=False)
 
 

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from rag_bench.errors import UsageError, first_line
+from rag_bench.io.threads import usable_cores
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -84,14 +85,6 @@ class LocalExecutor:
 
     def close(self) -> None:
         pass
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _in_order(submit: Callable[[T], Any], items: Sequence[T], window: int) -> Iterator[Any]:
