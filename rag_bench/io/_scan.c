@@ -10,12 +10,12 @@
 
    count_lines(buffer, start, end) -> the number of '\n' bytes in buffer[start:end]
 
-   scan(buffer, start, end, delimiter, kinds, trailing, outputs) -> (rows, heads) or None
+   scan(buffer, start, end, delimiter, kinds, outputs) -> (rows, runs) or None
        buffer[start:end] holds whole lines. kinds has one byte per field of a line: '.' for a
        field that is skipped, 'i' an id (kept as runs of equal values: the row where each run
        starts and its value), 't' a text id (every value, and a 64-bit hash of it), 's' a
-       score (a double), 'g' a grade (a 64-bit integer). A line has exactly len(kinds) fields,
-       or at least that many when trailing is true (the rest are not read). outputs holds
+       score (a double), 'g' a grade (a 64-bit integer). A line has exactly len(kinds) fields
+       (pyarrow's reader, too, takes a file whose lines all have the same). outputs holds
        writable buffers, taken in field order: 'i' four (int64 run starts, int64 offsets,
        uint8 bytes, uint64 hashes of the runs' values), 't' three (int64 offsets, uint8 bytes,
        uint64 hashes), 's' one (float64),
@@ -27,6 +27,9 @@
 #include <Python.h>
 
 #include <math.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -110,35 +113,60 @@ static int valid_utf8(const unsigned char *s, size_t n) {
     return 1;
 }
 
-/* The first byte of buffer[p:end) below 0x21 (a delimiter, a line end, a control character)
-   or above 0x7E (DEL, or a byte of a UTF-8 sequence); end when there is none. Eight bytes at a
-   time: a word's flags are exact up to its first flagged byte (a borrow or carry only ever
-   flags bytes after it), and the first is all that is used. */
-static inline const char *next_special(const char *p, const char *end) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    while (end - p >= 8) {
-        uint64_t x;
-        memcpy(&x, p, 8);
-        uint64_t flags = (((x - 0x21 * ones) & ~x) | ((x + ones) | x)) & highs;
-        if (flags) return p + (__builtin_ctzll(flags) >> 3);
-        p += 8;
+/* The special bytes among 64: below 0x21 (a delimiter, a line end, a control character) or
+   above 0x7E (DEL, or a byte of a UTF-8 sequence), one bit each, the first byte lowest. With
+   SSE2 (every x86-64 CPU has it) 16 bytes at a time: signed, the bytes from 0x80 up are
+   negative, so below 0x21 as well. Elsewhere a byte at a time. */
+static inline uint64_t special_bytes(const unsigned char *p) {
+#if defined(__SSE2__)
+    const __m128i low = _mm_set1_epi8(0x21), del = _mm_set1_epi8(0x7F);
+    uint64_t mask = 0;
+    for (int at = 0; at < 64; at += 16) {
+        __m128i bytes = _mm_loadu_si128((const __m128i *)(p + at));
+        __m128i flags = _mm_or_si128(_mm_cmplt_epi8(bytes, low), _mm_cmpeq_epi8(bytes, del));
+        mask |= (uint64_t)(uint16_t)_mm_movemask_epi8(flags) << at;
     }
+    return mask;
+#else
+    uint64_t mask = 0;
+    for (int at = 0; at < 64; at++)
+        if (p[at] < 0x21 || p[at] > 0x7E) mask |= 1ULL << at;
+    return mask;
 #endif
-    while (p < end && (unsigned char)*p > 0x20 && (unsigned char)*p < 0x7F) p++;
-    return p;
 }
 
-/* The end of the field starting at p: its first byte below 0x21, past any UTF-8 bytes (which
-   set *ascii to 0); NULL when the field holds a DEL. */
-static const char *field_end(const char *p, const char *end, int *ascii) {
-    for (;;) {
-        p = next_special(p, end);
-        if (p == end || (unsigned char)*p < 0x21) return p;
-        if ((unsigned char)*p == 0x7F) return NULL;
-        *ascii = 0;
-        p++;
+/* The special bytes of buffer[p:end), in order, a block of 64 at a time: the flags of a whole
+   block come at once, and stepping from one to the next is a bit operation, not a search that
+   must wait for the one before it. */
+typedef struct {
+    const char *block, *end;
+    uint64_t mask; /* the block's special bytes not yet handed out */
+} Specials;
+
+static void specials_at(Specials *it, const char *block, const char *end) {
+    it->block = block;
+    it->end = end;
+    if (end - block >= 64) {
+        it->mask = special_bytes((const unsigned char *)block);
+    } else if (block < end) { /* the last block, padded with a byte that is not special */
+        unsigned char padded[64];
+        memset(padded, 'a', sizeof padded);
+        memcpy(padded, block, (size_t)(end - block));
+        it->mask = special_bytes(padded);
+    } else {
+        it->mask = 0;
     }
+}
+
+/* The next special byte, or end when there is none. */
+static inline const char *next_special(Specials *it) {
+    while (it->mask == 0) {
+        if (it->end - it->block <= 64) return it->end;
+        specials_at(it, it->block + 64, it->end);
+    }
+    const char *at = it->block + __builtin_ctzll(it->mask);
+    it->mask &= it->mask - 1;
+    return at;
 }
 
 /* --- numbers -------------------------------------------------------------------------------- */
@@ -287,56 +315,50 @@ static int keep(Field *f, Py_ssize_t row, const char *s, size_t n, int ascii, co
 }
 
 /* Scan buffer[0:n]; the rows read, or -1 to decline. A line ends at '\n' or "\r\n" (a lone
-   '\r' is declined); its fields are separated by exactly one delimiter each. */
+   '\r' is declined) and has exactly n_fields fields, separated by one delimiter each. */
 static Py_ssize_t scan_lines(const char *buffer, Py_ssize_t n, char delimiter, Field *fields,
-                             int n_fields, int trailing, Py_ssize_t capacity) {
+                             int n_fields, Py_ssize_t capacity) {
     Py_ssize_t row = 0;
-    const char *p = buffer, *end = buffer + n;
-    while (p < end) {
-        if (*p == '\n' || (*p == '\r' && end - p > 1 && p[1] == '\n')) { /* an empty line */
-            p += *p == '\n' ? 1 : 2;
+    const char *end = buffer + n, *start = buffer; /* the field being read starts at start */
+    int k = 0, ascii = 1;
+    Specials it;
+    specials_at(&it, buffer, end);
+    for (;;) {
+        const char *at = next_special(&it);
+        unsigned char c = at < end ? (unsigned char)*at : '\n';
+        if (c >= 0x80) { /* a byte of a UTF-8 sequence, within the field */
+            ascii = 0;
             continue;
         }
-        if (row >= capacity || *p == '#') return -1; /* a comment is another reader's job */
-        for (int k = 0;; k++) {
-            int ascii = 1;
-            const char *stop = field_end(p, end, &ascii);
-            if (stop == NULL || stop == p) return -1; /* a DEL, or an empty field */
-            if (fields[k].kind != '.') {
-                if (!keep(&fields[k], row, p, (size_t)(stop - p), ascii, end)) return -1;
-            } else if (!ascii && !valid_utf8((const unsigned char *)p, (size_t)(stop - p))) {
-                return -1; /* the other readers decline a file that is not UTF-8 */
-            }
-            char c = stop < end ? *stop : '\n';
-            int last = k + 1 == n_fields;
-            if (c == delimiter && !last) {
-                p = stop + 1;
-                continue;
-            }
-            if (c == delimiter && trailing) { /* the rest of the line is only checked */
-                const char *rest = stop + 1;
-                int rest_ascii = 1;
-                do {
-                    stop = next_special(stop + 1, end);
-                    if (stop < end && (unsigned char)*stop >= 0x80) rest_ascii = 0;
-                    if (stop < end && *stop == '\r' && (end - stop < 2 || stop[1] != '\n'))
-                        return -1; /* pyarrow would start a line there, the others not */
-                } while (stop < end && *stop != '\n');
-                if (!rest_ascii && !valid_utf8((const unsigned char *)rest, (size_t)(stop - rest)))
-                    return -1;
-                p = stop < end ? stop + 1 : end;
-            } else if (last && c == '\n') {
-                p = stop < end ? stop + 1 : end;
-            } else if (last && c == '\r' && end - stop > 1 && stop[1] == '\n') {
-                p = stop + 2;
-            } else {
-                return -1; /* too few or too many fields, another whitespace, a control byte */
-            }
-            break;
+        int crlf = c == '\r' && end - at > 1 && at[1] == '\n';
+        if (at == start && k == 0 && (c == '\n' || crlf)) { /* an empty line */
+            if (at == end) return row;
+            if (crlf) next_special(&it); /* the '\n' */
+            start = at + 1 + crlf;
+            continue;
         }
+        if (c == 0x7F || at == start) return -1; /* a DEL, or an empty field */
+        if (k == 0 && (row >= capacity || *start == '#')) return -1; /* a comment: not ours */
+        size_t length = (size_t)(at - start);
+        if (fields[k].kind != '.') {
+            if (!keep(&fields[k], row, start, length, ascii, end)) return -1;
+        } else if (!ascii && !valid_utf8((const unsigned char *)start, length)) {
+            return -1; /* the other readers decline a file that is not UTF-8 */
+        }
+        ascii = 1;
+        if (c == (unsigned char)delimiter && k + 1 < n_fields) {
+            k++;
+            start = at + 1;
+            continue;
+        }
+        if (k + 1 < n_fields || (c != '\n' && !crlf))
+            return -1; /* too few or too many fields, another whitespace, a control byte */
         row++;
+        if (at == end) return row;
+        if (crlf) next_special(&it); /* the '\n' */
+        k = 0;
+        start = at + 1 + crlf;
     }
-    return row;
 }
 
 static PyObject *count_lines(PyObject *Py_UNUSED(self), PyObject *args) {
@@ -366,11 +388,11 @@ static int outputs_needed(char kind) {
 static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer buffer, kinds, outs[MAX_OUTPUTS];
     Py_ssize_t start, end, rows = -1, capacity = PY_SSIZE_T_MAX;
-    int delimiter, trailing, n_outs = 0;
+    int delimiter, n_outs = 0;
     PyObject *outputs, *result = NULL;
     Field fields[MAX_FIELDS];
-    if (!PyArg_ParseTuple(args, "y*nnCy*pO", &buffer, &start, &end, &delimiter, &kinds,
-                          &trailing, &outputs))
+    if (!PyArg_ParseTuple(args, "y*nnCy*O", &buffer, &start, &end, &delimiter, &kinds,
+                          &outputs))
         return NULL;
     int n_fields = (int)kinds.len;
     if (start < 0 || end > buffer.len || start > end || n_fields < 1 || n_fields > MAX_FIELDS ||
@@ -416,7 +438,7 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     Py_BEGIN_ALLOW_THREADS;
     rows = scan_lines((const char *)buffer.buf + start, end - start, (char)delimiter, fields,
-                      n_fields, trailing, capacity);
+                      n_fields, capacity);
     Py_END_ALLOW_THREADS;
     if (rows < 0) {
         result = Py_NewRef(Py_None);

@@ -133,10 +133,10 @@ def _read_compiled(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
     read exactly as the other two readers do)."""
     if _scan is None:
         return None
-    delimiter, _ = _first_line(path)
-    if delimiter is None or len(fmt.fields) > len({f.position for f in fmt.fields}):
+    delimiter, n_fields = _first_line(path)
+    if delimiter is None or not _fast_field_count(fmt, n_fields):
         return None
-    kinds = bytearray(b"." * fmt.n_fields)
+    kinds = bytearray(b"." * n_fields)  # every line has the first line's fields
     for field in fmt.fields:
         kinds[field.position : field.position + 1] = _SCAN_KINDS[field.kind]
     with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -172,9 +172,9 @@ def _scan_parts(data, start: int, end: int, cores: int) -> list[tuple[int, int]]
 def _scan_part(data, start: int, end: int, delimiter: str, kinds: bytes, fmt: RecordFormat):
     """(rows, per field its outputs) of one part, or None when the scanner declines it."""
     size = end - start
-    # at most this many lines: each holds n_fields bytes and as many delimiters or a line end
+    # at most this many lines: each holds a byte per field and a delimiter or line end after it
     # (the arrays are allocated, not touched: only the rows written take memory)
-    rows = (size + 1) // (2 * fmt.n_fields) + 1
+    rows = (size + 1) // (2 * len(kinds)) + 1
     outputs: dict[int, list[np.ndarray]] = {}
     for field in fmt.fields:
         arrays: list[np.ndarray]
@@ -195,7 +195,7 @@ def _scan_part(data, start: int, end: int, delimiter: str, kinds: bytes, fmt: Re
             arrays = [np.empty(rows, np.float64 if field.kind == SCORE else np.int64)]
         outputs[field.position] = arrays
     in_order = [array for position in sorted(outputs) for array in outputs[position]]
-    done = _scan.scan(data, start, end, delimiter, kinds, fmt.trailing, in_order)
+    done = _scan.scan(data, start, end, delimiter, kinds, in_order)
     if done is None:
         return None
     n, runs = done
@@ -236,13 +236,19 @@ def _scanned_column(field: Field, scanned: list):
     return np.concatenate([out[0][:n] for n, (out, _) in zip(sizes, outputs)])
 
 
+def _fast_field_count(fmt: RecordFormat, n_fields: int) -> bool:
+    """Whether the fast readers take lines of ``n_fields`` fields (then every line must have as
+    many); others go to the line-by-line reader."""
+    extra = n_fields - fmt.n_fields
+    return 0 <= extra <= (MAX_FAST_EXTRA if fmt.trailing else 0)
+
+
 def _read_fast(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
     delimiter, n_fields = _first_line(path)
-    extra = n_fields - fmt.n_fields
-    if delimiter is None or extra < 0 or extra > (MAX_FAST_EXTRA if fmt.trailing else 0):
+    if delimiter is None or not _fast_field_count(fmt, n_fields):
         return None
     names = [f"f{i}" for i in range(n_fields)]
     for field in fmt.fields:

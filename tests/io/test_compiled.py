@@ -340,3 +340,15 @@ def test_categoricals_skip_no_check_they_need():
     pd.testing.assert_extension_array_equal(fast, checked)
     assert fast.codes.dtype == checked.codes.dtype
     assert list(fast) == ["b", "a", "b", "c", "a"]
+
+
+def test_fields_after_a_runs_tag_are_read_past_when_every_line_has_them(tmp_path, monkeypatch):
+    """trec_eval ignores what follows the run tag; pyarrow's reader takes lines of as many
+    fields as the first, and so does the scanner."""
+    path = tmp_path / "run.txt"
+    path.write_text("q1 Q0 d1 1 2.5 tag extra 漢\nq1 Q0 d2 2 1.5 tag more 字\n")
+    assert tabular._read_compiled(path, TREC_RUN) is not None
+    assert_read_alike(monkeypatch, path, TREC_RUN)
+    path.write_text("q1 Q0 d1 1 2.5 tag extra\nq1 Q0 d2 2 1.5 tag\n")  # one line without
+    assert tabular._read_compiled(path, TREC_RUN) is None
+    assert_read_alike(monkeypatch, path, TREC_RUN)
