@@ -29,6 +29,7 @@ _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 _LENGTH_BYTE = np.uint64(56)
 ROW_BLOCK = 1 << 20  # rows hashed or keyed at a time: temporaries stay small and in cache
 _HASHES: dict[int, np.ndarray] = {}  # id(Arrow strings) -> their hashes, while the strings live
+_CATEGORIES: dict[int, object] = {}  # id(categories) -> their Arrow strings, while they live
 
 
 def scaled_keys(first: np.ndarray) -> np.ndarray:
@@ -194,6 +195,18 @@ def remember_hashes(strings, hashes: np.ndarray) -> None:
     weakref.finalize(strings, _HASHES.pop, id(strings), None)
 
 
+def remember_categories(categories: pd.Index, strings, hashes: np.ndarray) -> None:
+    """Take ``strings`` (Arrow) and ``hashes`` as the values of a Categorical's ``categories``
+    and their hashes, for as long as the (immutable) categories live: a file's reader knows
+    both, which :meth:`IdColumn.of` would otherwise build again from Python strings."""
+    import pyarrow as pa
+
+    chunked = pa.chunked_array([strings], type=pa.large_string())
+    remember_hashes(chunked, hashes)
+    _CATEGORIES[id(categories)] = chunked
+    weakref.finalize(categories, _CATEGORIES.pop, id(categories), None)
+
+
 @dataclass(frozen=True)
 class IdColumn:
     """A column of string ids as Arrow strings: every value, or the distinct values of a
@@ -208,6 +221,9 @@ class IdColumn:
 
         if isinstance(ids.dtype, pd.CategoricalDtype):
             categorical = ids.array  # its codes are a view, where .cat.codes copies
+            known = _CATEGORIES.get(id(categorical.categories))
+            if known is not None:
+                return cls(known, categorical.codes)
             strings = pd.Series(categorical.categories.astype(str))
             return cls(cls.of(strings).values, categorical.codes)
         if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":

@@ -36,6 +36,7 @@ from rag_bench.io.idhash import (
     IdColumn,
     combine_into,
     grouped_repeat,
+    remember_categories,
     remember_hashes,
     take,
 )
@@ -123,7 +124,7 @@ def _first_line(path: Path) -> tuple[str | None, int]:
     return None, 0
 
 
-SCAN_PART = 1 << 23  # bytes: a file is scanned in parts of at least this size, one per core
+SCAN_PART = 1 << 22  # bytes: a file is scanned in parts of at least this size, one per core
 _SCAN_KINDS = {ID: b"i", TEXT_ID: b"t", SCORE: b"s", GRADE: b"g"}
 
 
@@ -316,21 +317,25 @@ def _categorical_of_runs(
     heads, starts: np.ndarray, n: int, hashes: np.ndarray | None = None
 ) -> pd.Categorical:
     """The Categorical of ``n`` ids that come in runs: ``heads[i]`` from row ``starts[i]`` on
-    (``hashes``: theirs, when known)."""
+    (``hashes``: theirs, when known; then the categories' strings and hashes are remembered for
+    :class:`IdColumn`)."""
     import pyarrow.compute as pc
 
-    encoded = None if hashes is None else _encoded_by_hash(heads, hashes)
-    if encoded is None:
-        encoded = pc.dictionary_encode(heads)
+    by_hash = None if hashes is None else _encoded_by_hash(heads, hashes)
+    encoded = pc.dictionary_encode(heads) if by_hash is None else by_hash[0]
     run_codes = encoded.indices.to_numpy().astype(_code_type(len(encoded.dictionary)))
-    if len(starts) == n:  # every row starts a run
-        return _as_categorical(encoded, run_codes)
-    return _as_categorical(encoded, np.repeat(run_codes, np.diff(np.append(starts, n))))
+    if len(starts) < n:
+        run_codes = np.repeat(run_codes, np.diff(np.append(starts, n)))
+    categorical = _as_categorical(encoded, run_codes)
+    if by_hash is not None:
+        remember_categories(categorical.categories, encoded.dictionary, by_hash[1])
+    return categorical
 
 
 def _encoded_by_hash(strings, hashes: np.ndarray):
-    """``pc.dictionary_encode(strings)``, from the strings' hashes: numbering 64-bit integers
-    is faster than numbering strings. None when two distinct strings share a hash."""
+    """``pc.dictionary_encode(strings)`` from the strings' hashes (numbering 64-bit integers is
+    faster than numbering strings), and the hashes of its dictionary; None when two distinct
+    strings share a hash."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -340,7 +345,8 @@ def _encoded_by_hash(strings, hashes: np.ndarray):
     dictionary = strings.take(first)
     if not pc.all(pc.equal(dictionary.take(codes), strings)).as_py() and len(codes):
         return None  # a hash collision: the strings decide
-    return pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), dictionary)
+    indices = pa.array(codes, type=pa.int32())
+    return pa.DictionaryArray.from_arrays(indices, dictionary), hashes[first]
 
 
 def _as_categorical(encoded, codes: np.ndarray) -> pd.Categorical:

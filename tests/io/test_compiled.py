@@ -51,13 +51,17 @@ def read_or_error(path, fmt):
 
 
 def assert_same_hashes(frame: pd.DataFrame) -> None:
-    """The hashes of a run's doc ids (the scanner's, if it read them) are numpy's hashes of the
-    same strings."""
+    """The ids' hashes (the scanner's, if it read them) are numpy's hashes of the same strings,
+    and a Categorical's strings kept from the reader are its categories."""
     for name in frame:
+        column = IdColumn.of(frame[name])
         if isinstance(frame[name].dtype, pd.StringDtype):
-            strings = IdColumn.of(frame[name]).values
-            expected = idhash._string_hashes(strings.combine_chunks())
-            assert np.array_equal(IdColumn.of(frame[name]).hashes(), expected)
+            expected = idhash._string_hashes(column.values.combine_chunks())
+            assert np.array_equal(column.hashes(), expected)
+        elif isinstance(frame[name].dtype, pd.CategoricalDtype):  # strings the reader kept
+            values = pa.array(frame[name].astype(str).to_numpy(object), type=pa.large_string())
+            assert column.take(np.arange(len(frame))).to_pylist() == values.to_pylist()
+            assert np.array_equal(column.hashes(), idhash._string_hashes(values))
 
 
 def values_of(frame: pd.DataFrame) -> pd.DataFrame:
