@@ -5,7 +5,8 @@ Reads ``results/embed.json`` (``bench_embed.py``: the encoding step alone, in on
 with N workers, against sentence-transformers' process pool) and ``results/dense-memory.json``
 (``bench_dense_memory.py``: peak memory per million chunks). Times for 10^5 and 10^6 chunks
 are EXTRAPOLATED linearly from the measured throughput (texts per second); memory from the
-measured growth per chunk.
+measured growth per chunk. ``results/embed-scale-100000.json`` (``bench_embed_scale.py``), when
+present, is the 10^5 point measured whole, printed beside its extrapolation.
 
     python benchmarks/scale_table.py
 """
@@ -66,6 +67,20 @@ def main() -> None:
         print(f"| {label} | {value:.0f} | {value / 10:.0f} | {value:.0f} |")
     matrix = memory["float32_matrix_mib_per_million_chunks"]
     print(f"| the matrix on disk (cache entry) | {matrix:.0f} | {matrix / 10:.0f} | {matrix:.0f} |")
+    measured = RESULTS_DIR / f"embed-scale-{SIZES[0]}.json"
+    if measured.exists():  # bench_embed_scale.py: the first size embedded whole
+        whole = json.loads(measured.read_text())
+        threads = texts / median["threads"]
+        print()
+        print(
+            f"Measured whole: {whole['chunks']} chunks, {whole['workers']} threads of blocks, "
+            f"cache on: {hours(whole['wall_s'])} ({whole['wall_s']:.0f} s), "
+            f"{whole['chunks_per_s']:.1f} chunks/s against the {threads:.1f} extrapolated from "
+            f"{texts} ({whole['chunks_per_s'] / threads:.2f}x); peak RSS "
+            f"{whole['peak_rss_mib']:.0f} MiB, model included; load average "
+            f"{whole['load_average_1min']['before']:.1f} before, "
+            f"{whole['load_average_1min']['after']:.1f} after."
+        )
 
 
 if __name__ == "__main__":

@@ -219,9 +219,11 @@ def _grouped_pairs(
     n_queries = 1 + max(qrels_qidx.max(initial=-1), run_queries.index_of_code.max(initial=-1))
     offsets = np.zeros(n_queries + 1, dtype=np.int64)
     np.cumsum(np.bincount(qrels_qidx[by_query], minlength=n_queries), out=offsets[1:])
+    heads = run_queries.codes[starts]
+    group_query = np.where(heads >= 0, run_queries.index_of_code[heads], -1)  # -1: missing id
     pairs = grouped_join(
         starts,
-        run_queries.index(starts),
+        group_query,
         run_docs.hashes(),
         offsets,
         qrels_docs.hashes()[by_query],

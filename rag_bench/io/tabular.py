@@ -1,9 +1,15 @@
 """Reading whitespace-delimited record files (TREC runs, TREC and BEIR qrels).
 
-The fast path hands the file to pyarrow's multi-threaded CSV reader and checks the result with
-vectorised tests. Whenever anything is off (a parse error, a bad value, a duplicate) the file is
-read again line by line, which finds the first offending line and reports it by number. The slow
-path is also what accepts irregular whitespace (several spaces, mixed tabs), as trec_eval does.
+Three readers, fastest first. The compiled scanner (``_scan.c``, where it was built) reads the
+parts of the file on every core and hashes the document ids as it goes; it declines any file it
+would not read exactly as the next two do. pyarrow's multi-threaded CSV reader comes next. Both
+results are checked with vectorised tests. Whenever anything is off (a parse error, a bad value,
+a duplicate) the file is read again line by line, which finds the first offending line and
+reports it by number. The slow path is also what accepts irregular whitespace (several spaces,
+mixed tabs), as trec_eval does.
+
+The scanner maps the file into memory: a file truncated by another process while it is being
+read can end this one with SIGBUS, as with any reader of a memory-mapped file.
 
 The forms trec_eval 10 reads are read alike: a line starting with ``#`` is a comment, grades may be
 negative (judged non-relevant; trec_eval calls them unjudged, which no metric here tells apart),
@@ -339,11 +345,13 @@ def _encoded_by_hash(strings, hashes: np.ndarray):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if len(hashes) == 0:
+        return None
     codes, _ = pd.factorize(hashes)  # numbered in order of first appearance, as Arrow numbers
     seen = np.maximum.accumulate(codes)
-    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]]) if len(codes) else codes
+    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])  # where each code first appears
     dictionary = strings.take(first)
-    if not pc.all(pc.equal(dictionary.take(codes), strings)).as_py() and len(codes):
+    if not pc.all(pc.equal(dictionary.take(codes), strings)).as_py():
         return None  # a hash collision: the strings decide
     indices = pa.array(codes, type=pa.int32())
     return pa.DictionaryArray.from_arrays(indices, dictionary), hashes[first]
@@ -406,7 +414,7 @@ def _may_repeat(frame: pd.DataFrame, names: Sequence[str]) -> bool:
     starts = _whole_groups(frame[names[0]])
     if starts is not None and len(keys) > 1:
         # within a group the first field is one value: the others decide
-        rest = keys[1].astype(np.uint64)
+        rest = keys[1].astype(np.uint64, copy=len(keys) > 2)  # combined in place: a copy
         for more in keys[2:]:
             combine_into(rest, more)
         repeat = grouped_repeat(starts, rest)
