@@ -61,14 +61,28 @@ def load_rag_bench(qrels_path: Path, run_path: Path):
     return load_qrels(qrels_path), load_run(run_path)
 
 
-def load_rag_bench_without_c(qrels_path: Path, run_path: Path):
+@contextmanager
+def without_c():
     """As a user without a C compiler has it: the compiled modules absent, pyarrow reads the
     files and numpy matches them."""
     from rag_bench.io import idhash, tabular
 
-    tabular._scan = None
-    idhash._groups = None
-    return load_rag_bench(qrels_path, run_path)
+    saved = tabular._scan, idhash._groups
+    tabular._scan, idhash._groups = None, None
+    try:
+        yield
+    finally:
+        tabular._scan, idhash._groups = saved
+
+
+def load_rag_bench_without_c(qrels_path: Path, run_path: Path):
+    with without_c():
+        return load_rag_bench(qrels_path, run_path)
+
+
+def compute_rag_bench_without_c(qrels, run) -> tuple[Means, int]:
+    with without_c():
+        return compute_rag_bench(qrels, run)
 
 
 def compute_rag_bench(qrels, run) -> tuple[Means, int]:
@@ -165,7 +179,7 @@ TOOLS = {
             "rag_bench.evaluation.retrieval",
             "rag-bench",
             load_rag_bench_without_c,
-            compute_rag_bench,
+            compute_rag_bench_without_c,
         ),
         Tool(
             "pytrec_eval",
