@@ -44,7 +44,7 @@ import common
 
 METRICS = ("precision@10", "recall@100", "mrr", "ndcg@10", "map")
 TOLERANCE = 1e-9  # rag-bench and pytrec_eval (trec_eval) must agree this closely
-REFERENCE, EXACT_PEER, WITHOUT_C = "rag-bench", "pytrec_eval", "rag-bench, no C"
+REFERENCE, EXACT_PEER, WITHOUT_C = "rag-bench", "pytrec_eval", "rag-bench (no C)"
 EXACT = (EXACT_PEER, WITHOUT_C)  # must give rag-bench's means to TOLERANCE
 QUICK_QUERIES = 300
 QUICK_NUMBA_CACHE = common.HERE / "data" / "numba-cache"

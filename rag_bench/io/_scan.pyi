@@ -10,7 +10,6 @@ def scan(
     end: int,
     delimiter: str,
     kinds: bytes,
-    trailing: bool,
     outputs: list[np.ndarray],
     /,
 ) -> tuple[int, tuple[int, ...]] | None: ...
