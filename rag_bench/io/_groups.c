@@ -98,7 +98,7 @@ static int find_repeat(const Groups *g) {
 static int as_array(PyObject *obj, Py_buffer *view, const char *what, int writable) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return 0;
-    if (view->len % 8 != 0 || (view->itemsize != 8 && view->itemsize != 1)) {
+    if (view->itemsize != 8) {
         PyBuffer_Release(view);
         PyErr_Format(PyExc_ValueError, "%s must be an array of 64-bit integers", what);
         return 0;

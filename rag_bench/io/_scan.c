@@ -8,8 +8,6 @@
 
    It runs with the GIL released, so Python threads scan the parts of one file at once.
 
-   count_lines(buffer, start, end) -> the number of '\n' bytes in buffer[start:end]
-
    scan(buffer, start, end, delimiter, kinds, outputs) -> (rows, runs) or None
        buffer[start:end] holds whole lines. kinds has one byte per field of a line: '.' for a
        field that is skipped, 'i' an id (kept as runs of equal values: the row where each run
@@ -361,26 +359,6 @@ static Py_ssize_t scan_lines(const char *buffer, Py_ssize_t n, char delimiter, F
     }
 }
 
-static PyObject *count_lines(PyObject *Py_UNUSED(self), PyObject *args) {
-    Py_buffer buffer;
-    Py_ssize_t start, end, count = 0;
-    if (!PyArg_ParseTuple(args, "y*nn", &buffer, &start, &end)) return NULL;
-    if (start < 0 || end > buffer.len || start > end) {
-        PyBuffer_Release(&buffer);
-        PyErr_SetString(PyExc_ValueError, "range outside the buffer");
-        return NULL;
-    }
-    Py_BEGIN_ALLOW_THREADS;
-    const char *p = (const char *)buffer.buf + start, *stop = (const char *)buffer.buf + end;
-    while ((p = memchr(p, '\n', (size_t)(stop - p))) != NULL) {
-        count++;
-        p++;
-    }
-    Py_END_ALLOW_THREADS;
-    PyBuffer_Release(&buffer);
-    return PyLong_FromSsize_t(count);
-}
-
 static int outputs_needed(char kind) {
     return kind == 'i' ? 4 : kind == 't' ? 3 : kind == '.' ? 0 : 1;
 }
@@ -458,7 +436,6 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"count_lines", count_lines, METH_VARARGS, "The number of newlines in buffer[start:end]."},
     {"scan", scan, METH_VARARGS, "Scan whole lines of buffer[start:end] into outputs."},
     {NULL, NULL, 0, NULL},
 };

@@ -3,7 +3,6 @@ from typing import Any
 
 import numpy as np
 
-def count_lines(buffer: Any, start: int, end: int, /) -> int: ...
 def scan(
     buffer: Any,
     start: int,

@@ -94,9 +94,10 @@ def read_records(path: str | Path, fmt: RecordFormat, allow_empty: bool = False)
         raise DataError(path, f"no such {fmt.what} file", "check the path")
     if path.stat().st_size == 0:
         raise DataError(path, f"the {fmt.what} file is empty", f"each line is: {fmt.layout_hint}")
-    frame = _read_compiled(path, fmt)
+    layout = _fast_layout(path, fmt)
+    frame = _read_compiled(path, fmt, layout)
     if frame is None:
-        frame = _read_fast(path, fmt)
+        frame = _read_fast(path, fmt, layout)
     if frame is None or not _valid(frame, fmt):
         frame = _read_slow(path, fmt)
     if frame.empty and not allow_empty:
@@ -134,15 +135,15 @@ SCAN_PART = 1 << 22  # bytes: a file is scanned in parts of at least this size, 
 _SCAN_KINDS = {ID: b"i", TEXT_ID: b"t", SCORE: b"s", GRADE: b"g"}
 
 
-def _read_compiled(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
+def _read_compiled(
+    path: Path, fmt: RecordFormat, layout: tuple[str, int] | None
+) -> pd.DataFrame | None:
     """The file read by the compiled scanner (``rag_bench/io/_scan.c``), its parts on all cores
     at once; ``None`` when the scanner is not built or declines the file (anything it does not
-    read exactly as the other two readers do)."""
-    if _scan is None:
+    read exactly as the other two readers do). ``layout``: :func:`_fast_layout`'s."""
+    if _scan is None or layout is None:
         return None
-    delimiter, n_fields = _first_line(path)
-    if delimiter is None or not _fast_field_count(fmt, n_fields):
-        return None
+    delimiter, n_fields = layout
     kinds = bytearray(b"." * n_fields)  # every line has the first line's fields
     for field in fmt.fields:
         kinds[field.position : field.position + 1] = _SCAN_KINDS[field.kind]
@@ -243,20 +244,25 @@ def _scanned_column(field: Field, scanned: list):
     return np.concatenate([out[0][:n] for n, (out, _) in zip(sizes, outputs)])
 
 
-def _fast_field_count(fmt: RecordFormat, n_fields: int) -> bool:
-    """Whether the fast readers take lines of ``n_fields`` fields (then every line must have as
-    many); others go to the line-by-line reader."""
+def _fast_layout(path: Path, fmt: RecordFormat) -> tuple[str, int] | None:
+    """The first line's delimiter and field count, when the two fast readers take the file
+    (then every line must have as many fields); ``None`` sends it to the line-by-line reader."""
+    delimiter, n_fields = _first_line(path)
     extra = n_fields - fmt.n_fields
-    return 0 <= extra <= (MAX_FAST_EXTRA if fmt.trailing else 0)
+    if delimiter is None or not 0 <= extra <= (MAX_FAST_EXTRA if fmt.trailing else 0):
+        return None
+    return delimiter, n_fields
 
 
-def _read_fast(path: Path, fmt: RecordFormat) -> pd.DataFrame | None:
+def _read_fast(
+    path: Path, fmt: RecordFormat, layout: tuple[str, int] | None
+) -> pd.DataFrame | None:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    delimiter, n_fields = _first_line(path)
-    if delimiter is None or not _fast_field_count(fmt, n_fields):
+    if layout is None:
         return None
+    delimiter, n_fields = layout
     names = [f"f{i}" for i in range(n_fields)]
     for field in fmt.fields:
         names[field.position] = field.name

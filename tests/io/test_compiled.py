@@ -35,6 +35,11 @@ def test_the_compiled_modules_are_built():
     assert idhash._groups is not None, "rag_bench/io/_groups.c is not built: pip install -e ."
 
 
+def compiled(path) -> pd.DataFrame | None:
+    """The run file as the compiled scanner reads it (None: declined)."""
+    return tabular._read_compiled(path, TREC_RUN, tabular._fast_layout(path, TREC_RUN))
+
+
 def without_scanner(monkeypatch, path, fmt):
     """What read_records gives (a frame, or the DataError's text) without the compiled modules."""
     with monkeypatch.context() as patch:
@@ -109,7 +114,7 @@ def scanned_scores(tmp_path, texts: list[str]) -> np.ndarray | None:
     path = tmp_path / "scores.run"
     lines = [f"q Q0 d{i} {i + 1} {text} tag" for i, text in enumerate(texts)]
     path.write_text("\n".join(lines) + "\n")
-    frame = tabular._read_compiled(path, TREC_RUN)
+    frame = compiled(path)
     return None if frame is None else frame["score"].to_numpy()
 
 
@@ -230,7 +235,7 @@ def test_a_file_read_in_parts_reads_as_in_one(tmp_path, monkeypatch, cores):
     monkeypatch.setattr(tabular, "SCAN_PART", 50)
     monkeypatch.setattr(tabular, "usable_cores", lambda: cores)
     assert len(tabular._scan_parts(path.read_bytes(), 0, path.stat().st_size, cores)) == cores
-    parted = tabular._read_compiled(path, TREC_RUN)
+    parted = compiled(path)
     pd.testing.assert_frame_equal(parted, whole)
     assert_same_hashes(parted)
     assert_read_alike(monkeypatch, path, TREC_RUN)
@@ -329,7 +334,7 @@ def test_bad_groups_are_an_error_not_a_crash():
 def test_large_strings_of_a_scanned_run_are_arrow_strings(tmp_path):
     path = tmp_path / "run.txt"
     path.write_text("q1 Q0 d1 1 2.0 tag\nq1 Q0 d2 2 1.0 tag\n")
-    frame = tabular._read_compiled(path, TREC_RUN)
+    frame = compiled(path)
     assert IdColumn.of(frame["doc_id"]).values.type == pa.large_string()
 
 
@@ -351,8 +356,8 @@ def test_fields_after_a_runs_tag_are_read_past_when_every_line_has_them(tmp_path
     fields as the first, and so does the scanner."""
     path = tmp_path / "run.txt"
     path.write_text("q1 Q0 d1 1 2.5 tag extra 漢\nq1 Q0 d2 2 1.5 tag more 字\n")
-    assert tabular._read_compiled(path, TREC_RUN) is not None
+    assert compiled(path) is not None
     assert_read_alike(monkeypatch, path, TREC_RUN)
     path.write_text("q1 Q0 d1 1 2.5 tag extra\nq1 Q0 d2 2 1.5 tag\n")  # one line without
-    assert tabular._read_compiled(path, TREC_RUN) is None
+    assert compiled(path) is None
     assert_read_alike(monkeypatch, path, TREC_RUN)
